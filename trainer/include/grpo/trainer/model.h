@@ -1,0 +1,169 @@
+// A Qwen2/Qwen3-style decoder built from a core::ModelSpec: RMSNorm, rotary position embeddings,
+// grouped-query attention (optional q/k/v bias and q/k RMSNorm) with a KV cache for generation,
+// SwiGLU feed-forward, and MoE layers (softmax top-k router, SwiGLU experts, an optional shared
+// expert with a sigmoid gate, the auxiliary load-balancing loss).
+//
+// Parameter names follow Hugging Face's Qwen2/Qwen2-MoE/Qwen3 checkpoints
+// ("model.layers.0.self_attn.q_proj.weight", "lm_head.weight"), and the model creates exactly the
+// parameters core::count_params counts (tests check it). Constructed on the meta device it
+// allocates nothing, which is how the big specs are counted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpo/core/model_spec.h"
+#include "grpo/kernels/ops.h"
+#include "grpo/trainer/torch_compat.h"
+
+namespace grpo::trainer {
+
+// Keys and values of every layer for incremental decoding. Owned by the caller of generate().
+struct KvCache {
+  std::vector<at::Tensor> keys;    // per layer [B, kv_heads, capacity, head_dim]
+  std::vector<at::Tensor> values;  // per layer [B, kv_heads, capacity, head_dim]
+  std::int64_t length = 0;         // slots filled so far
+  std::int64_t capacity = 0;
+};
+
+struct ModelOutput {
+  at::Tensor hidden;    // [B, T, hidden]: after the final norm, before the LM head
+  at::Tensor aux_loss;  // scalar: sum over MoE layers of the load-balancing loss (0 when dense)
+};
+
+// Per MoE layer: how many (token, slot) pairs chose each expert since the last reset.
+struct ExpertLoad {
+  std::int64_t layer = 0;
+  std::vector<std::int64_t> tokens_per_expert;
+};
+
+class Linear : public torch::nn::Module {
+ public:
+  Linear(std::int64_t in, std::int64_t out, bool bias, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor weight;
+  at::Tensor bias;  // undefined without bias
+};
+
+class Embedding : public torch::nn::Module {
+ public:
+  Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options);
+  at::Tensor weight;  // [vocab, dim]
+};
+
+class RmsNorm : public torch::nn::Module {
+ public:
+  RmsNorm(std::int64_t dim, double eps, const at::TensorOptions& options);
+  at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x) const;
+  at::Tensor weight;
+  double eps;
+};
+
+class SwiGlu : public torch::nn::Module {
+ public:
+  SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x) const;
+  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+};
+
+class Attention : public torch::nn::Module {
+ public:
+  Attention(const core::ModelSpec& spec, const at::TensorOptions& options);
+  // x [B, T, H]; cos/sin [B, T, head_dim]; mask [B, 1, T, Tk] additive (0 or a large negative).
+  // With a cache, k/v of the T new tokens are written at cache slots [length, length + T) of
+  // layer `layer` and attention runs over slots [0, length + T).
+  at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, const at::Tensor& mask, KvCache* cache,
+                     std::int64_t layer) const;
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<RmsNorm> q_norm, k_norm;  // null unless qk_norm
+  std::int64_t heads, kv_heads, head_dim;
+};
+
+class MoeBlock : public torch::nn::Module {
+ public:
+  MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options);
+  // x [N, H]; valid [N] bool marks the tokens that count for the aux loss and the load stats
+  // (undefined: all). Returns [N, H] and adds this layer's aux loss to *aux.
+  at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
+                     at::Tensor* aux);
+  std::shared_ptr<Linear> gate;  // router, hidden -> experts, no bias
+  std::vector<std::shared_ptr<SwiGlu>> experts;
+  std::shared_ptr<SwiGlu> shared_expert;       // null without a shared expert
+  std::shared_ptr<Linear> shared_expert_gate;  // null without the sigmoid gate
+  std::int64_t num_experts, top_k;
+  bool norm_topk_prob;
+  bool collect_load = false;
+  std::vector<std::int64_t> load;  // accumulated tokens per expert while collect_load
+  double force_bias = 0.0;         // fault injection: added to expert 0's router logit
+};
+
+class DecoderLayer : public torch::nn::Module {
+ public:
+  DecoderLayer(const core::ModelSpec& spec, std::int64_t index, const at::TensorOptions& options);
+  at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& valid,
+                     KvCache* cache, at::Tensor* aux);
+  std::shared_ptr<RmsNorm> input_layernorm, post_attention_layernorm;
+  std::shared_ptr<Attention> self_attn;
+  std::shared_ptr<SwiGlu> mlp;    // dense layers
+  std::shared_ptr<MoeBlock> moe;  // MoE layers (registered as "mlp")
+  std::int64_t index;
+};
+
+// The backbone: registered as "model" inside QwenModel so names match Hugging Face.
+class Backbone : public torch::nn::Module {
+ public:
+  Backbone(const core::ModelSpec& spec, const at::TensorOptions& options);
+  std::shared_ptr<Embedding> embed_tokens;
+  std::vector<std::shared_ptr<DecoderLayer>> layers;
+  std::shared_ptr<RmsNorm> norm;
+};
+
+class QwenModel : public torch::nn::Module {
+ public:
+  // Parameters are created with `options` (dtype, device). On the meta device nothing is
+  // allocated and no initialization runs; otherwise weights are drawn from N(0, 0.02) with
+  // `init_gen` (norm weights 1, biases 0), as Hugging Face initializes Qwen models.
+  QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops, const at::TensorOptions& options,
+            at::Generator* init_gen);
+
+  // tokens [B, T] int64, positions [B, T] int64 (RoPE positions), key_valid [B, Tk] bool where
+  // Tk = cache length + T (which key slots hold real tokens; causality is added here), valid
+  // [B, T] bool marks real tokens for MoE statistics (undefined: all).
+  ModelOutput forward(const at::Tensor& tokens, const at::Tensor& positions,
+                      const at::Tensor& key_valid, const at::Tensor& valid, KvCache* cache);
+
+  // hidden [..., H] -> logits [..., V] (fp32).
+  at::Tensor logits(const at::Tensor& hidden) const;
+  // The LM head's weight (the embedding when tied).
+  const at::Tensor& lm_head_weight() const;
+
+  KvCache make_cache(std::int64_t batch, std::int64_t capacity) const;
+
+  // MoE statistics.
+  void set_collect_expert_load(bool on);
+  std::vector<ExpertLoad> take_expert_load();
+  void set_router_bias_fault(double bias);
+
+  // Parameters in registration order with their Hugging Face names.
+  std::vector<std::pair<std::string, at::Tensor>> named_params() const;
+
+  const core::ModelSpec& spec() const { return spec_; }
+  const kernels::Ops& ops() const { return ops_; }
+
+ private:
+  core::ModelSpec spec_;
+  const kernels::Ops& ops_;
+  std::shared_ptr<Backbone> model_;
+  std::shared_ptr<Linear> lm_head_;  // null when tied
+  at::Tensor inv_freq_;              // [head_dim / 2], not a parameter
+};
+
+// A large negative used instead of -inf in attention masks (rows with every key masked stay
+// finite: those are padding queries whose outputs are never used).
+inline constexpr double kMaskValue = -1e9;
+
+}  // namespace grpo::trainer

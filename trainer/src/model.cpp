@@ -1,0 +1,342 @@
+#include "grpo/trainer/model.h"
+
+#include <cmath>
+
+namespace grpo::trainer {
+namespace {
+
+constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range for Qwen models
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const std::int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = x.narrow(-1, 0, half);
+  at::Tensor x2 = x.narrow(-1, half, half);
+  return at::cat({-x2, x1}, -1);
+}
+
+// x [B, heads, T, D]; cos/sin [B, T, D].
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1);
+}
+
+}  // namespace
+
+Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias,
+               const at::TensorOptions& options) {
+  weight = register_parameter("weight", at::empty({out, in}, options));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}, options));
+}
+
+at::Tensor Linear::forward(const at::Tensor& x) const {
+  return at::linear(x, weight, bias);
+}
+
+Embedding::Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options) {
+  weight = register_parameter("weight", at::empty({vocab, dim}, options));
+}
+
+RmsNorm::RmsNorm(std::int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
+  weight = register_parameter("weight", at::ones({dim}, options));
+}
+
+at::Tensor RmsNorm::forward(const kernels::Ops& ops, const at::Tensor& x) const {
+  return ops.rms_norm(x, weight, eps);
+}
+
+SwiGlu::SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options) {
+  gate_proj = register_module("gate_proj", std::make_shared<Linear>(hidden, ffn, false, options));
+  up_proj = register_module("up_proj", std::make_shared<Linear>(hidden, ffn, false, options));
+  down_proj = register_module("down_proj", std::make_shared<Linear>(ffn, hidden, false, options));
+}
+
+at::Tensor SwiGlu::forward(const at::Tensor& x) const {
+  return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+Attention::Attention(const core::ModelSpec& spec, const at::TensorOptions& options)
+    : heads(spec.num_attention_heads), kv_heads(spec.num_kv_heads), head_dim(spec.head_dim) {
+  const std::int64_t h = spec.hidden_size;
+  q_proj = register_module("q_proj",
+                           std::make_shared<Linear>(h, spec.q_width(), spec.qkv_bias, options));
+  k_proj = register_module("k_proj",
+                           std::make_shared<Linear>(h, spec.kv_width(), spec.qkv_bias, options));
+  v_proj = register_module("v_proj",
+                           std::make_shared<Linear>(h, spec.kv_width(), spec.qkv_bias, options));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(spec.q_width(), h, false, options));
+  if (spec.qk_norm) {
+    q_norm =
+        register_module("q_norm", std::make_shared<RmsNorm>(head_dim, spec.rms_norm_eps, options));
+    k_norm =
+        register_module("k_norm", std::make_shared<RmsNorm>(head_dim, spec.rms_norm_eps, options));
+  }
+}
+
+at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
+                              const at::Tensor& sin, const at::Tensor& mask, KvCache* cache,
+                              std::int64_t layer) const {
+  const std::int64_t b = x.size(0);
+  const std::int64_t t = x.size(1);
+  at::Tensor q = q_proj->forward(x).view({b, t, heads, head_dim});
+  at::Tensor k = k_proj->forward(x).view({b, t, kv_heads, head_dim});
+  at::Tensor v = v_proj->forward(x).view({b, t, kv_heads, head_dim});
+  if (q_norm) {
+    q = q_norm->forward(ops, q);
+    k = k_norm->forward(ops, k);
+  }
+  q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, H, T, D]
+  k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, KV, T, D]
+  v = v.transpose(1, 2);
+  if (cache != nullptr) {
+    const auto l = static_cast<std::size_t>(layer);
+    cache->keys[l].narrow(2, cache->length, t).copy_(k);
+    cache->values[l].narrow(2, cache->length, t).copy_(v);
+    k = cache->keys[l].narrow(2, 0, cache->length + t);
+    v = cache->values[l].narrow(2, 0, cache->length + t);
+  }
+  const std::int64_t tk = k.size(2);
+  const std::int64_t groups = heads / kv_heads;
+  // Grouped-query attention without repeating k/v: query heads [kv*G + g] share kv head kv.
+  at::Tensor qg = q.reshape({b, kv_heads, groups * t, head_dim});
+  at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(head_dim)));
+  scores = scores.view({b, kv_heads, groups, t, tk}) + mask.unsqueeze(1);
+  at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
+  at::Tensor out = at::matmul(probs.view({b, kv_heads, groups * t, tk}), v);
+  out = out.view({b, heads, t, head_dim}).transpose(1, 2).reshape({b, t, heads * head_dim});
+  return o_proj->forward(out);
+}
+
+MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options)
+    : num_experts(spec.num_experts),
+      top_k(spec.experts_per_token),
+      norm_topk_prob(spec.norm_topk_prob),
+      load(static_cast<std::size_t>(spec.num_experts), 0) {
+  const std::int64_t h = spec.hidden_size;
+  gate = register_module("gate", std::make_shared<Linear>(h, spec.num_experts, false, options));
+  auto list = register_module("experts", torch::nn::ModuleList());
+  for (std::int64_t e = 0; e < spec.num_experts; ++e) {
+    experts.push_back(std::make_shared<SwiGlu>(h, spec.moe_ffn_hidden_size, options));
+    list->push_back(experts.back());
+  }
+  if (spec.num_shared_experts > 0) {
+    // Qwen2-MoE has one shared expert whose width is the sum of the shared experts' widths.
+    shared_expert = register_module(
+        "shared_expert",
+        std::make_shared<SwiGlu>(h, spec.num_shared_experts * spec.shared_expert_ffn_hidden_size,
+                                 options));
+    if (spec.shared_expert_gate) {
+      shared_expert_gate =
+          register_module("shared_expert_gate", std::make_shared<Linear>(h, 1, false, options));
+    }
+  }
+}
+
+at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
+                             at::Tensor* aux) {
+  const std::int64_t n = x.size(0);
+  at::Tensor router_logits = gate->forward(x);
+  if (force_bias != 0.0) {
+    at::Tensor bias = at::zeros({num_experts}, router_logits.options());
+    bias[0] = force_bias;
+    router_logits = router_logits + bias;
+  }
+  kernels::RouterOutput r = ops.route(router_logits, top_k, norm_topk_prob);
+
+  at::Tensor flat_experts = r.indices.reshape({-1});
+  at::Tensor flat_weights = r.weights.reshape({-1}).to(x.scalar_type());
+  at::Tensor token_ids =
+      at::arange(n, r.indices.options()).unsqueeze(1).expand({n, top_k}).reshape({-1});
+  at::Tensor out = at::zeros_like(x);
+  for (std::int64_t e = 0; e < num_experts; ++e) {
+    at::Tensor sel = at::nonzero(flat_experts == e).squeeze(1);
+    if (sel.numel() == 0) continue;
+    at::Tensor tok = token_ids.index_select(0, sel);
+    at::Tensor y = experts[static_cast<std::size_t>(e)]->forward(x.index_select(0, tok)) *
+                   flat_weights.index_select(0, sel).unsqueeze(1);
+    out = out.index_add(0, tok, y);
+  }
+  if (shared_expert) {
+    at::Tensor s = shared_expert->forward(x);
+    if (shared_expert_gate) s = at::sigmoid(shared_expert_gate->forward(x)) * s;
+    out = out + s;
+  }
+
+  // Switch-style load-balancing loss over the real tokens, as Hugging Face's
+  // load_balancing_loss_func: E * sum_i f_i * P_i, f_i = fraction of tokens routed to i (the f_i
+  // sum to top_k), P_i = mean router probability of i.
+  at::Tensor probs = r.probs;
+  at::Tensor chosen = r.indices;
+  if (valid.defined()) {
+    at::Tensor idx = at::nonzero(valid).squeeze(1);
+    probs = probs.index_select(0, idx);
+    chosen = chosen.index_select(0, idx);
+  }
+  const std::int64_t real = probs.size(0);
+  if (real > 0) {
+    at::Tensor counts = at::bincount(chosen.reshape({-1}), {}, num_experts);
+    at::Tensor f = counts.to(probs.scalar_type()) / static_cast<double>(real);
+    *aux = *aux + static_cast<double>(num_experts) * (f * probs.mean(0)).sum();
+    if (collect_load) {
+      at::Tensor c = counts.to(at::kLong).cpu();
+      const auto* p = c.data_ptr<std::int64_t>();
+      for (std::size_t e = 0; e < load.size(); ++e) load[e] += p[e];
+    }
+  }
+  return out;
+}
+
+DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
+                           const at::TensorOptions& options)
+    : index(index_in) {
+  input_layernorm = register_module(
+      "input_layernorm", std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
+  self_attn = register_module("self_attn", std::make_shared<Attention>(spec, options));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm",
+                      std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
+  if (spec.is_moe() && index >= spec.first_k_dense_layers) {
+    moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options));
+  } else {
+    mlp = register_module(
+        "mlp", std::make_shared<SwiGlu>(spec.hidden_size, spec.ffn_hidden_size, options));
+  }
+}
+
+at::Tensor DecoderLayer::forward(const kernels::Ops& ops, const at::Tensor& x,
+                                 const at::Tensor& cos, const at::Tensor& sin,
+                                 const at::Tensor& mask, const at::Tensor& valid, KvCache* cache,
+                                 at::Tensor* aux) {
+  at::Tensor h =
+      x + self_attn->forward(ops, input_layernorm->forward(ops, x), cos, sin, mask, cache, index);
+  at::Tensor normed = post_attention_layernorm->forward(ops, h);
+  if (moe) {
+    const std::int64_t hidden = normed.size(-1);
+    at::Tensor flat_valid = valid.defined() ? valid.reshape({-1}) : at::Tensor();
+    at::Tensor y = moe->forward(ops, normed.reshape({-1, hidden}), flat_valid, aux);
+    return h + y.view(normed.sizes());
+  }
+  return h + mlp->forward(normed);
+}
+
+Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options) {
+  embed_tokens = register_module(
+      "embed_tokens", std::make_shared<Embedding>(spec.vocab_size, spec.hidden_size, options));
+  auto list = register_module("layers", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < spec.num_layers; ++i) {
+    layers.push_back(std::make_shared<DecoderLayer>(spec, i, options));
+    list->push_back(layers.back());
+  }
+  norm = register_module("norm",
+                         std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
+}
+
+QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
+                     const at::TensorOptions& options, at::Generator* init_gen)
+    : spec_(spec), ops_(ops) {
+  model_ = register_module("model", std::make_shared<Backbone>(spec, options));
+  if (!spec.tied_embeddings) {
+    lm_head_ = register_module(
+        "lm_head", std::make_shared<Linear>(spec.hidden_size, spec.vocab_size, false, options));
+  }
+  at::TensorOptions fopts =
+      at::TensorOptions()
+          .dtype(at::kFloat)
+          .device(options.device().is_meta() ? at::Device(at::kCPU) : options.device());
+  inv_freq_ = 1.0 / at::pow(spec.rope_theta,
+                            at::arange(0, spec.head_dim, 2, fopts) / double(spec.head_dim));
+
+  if (options.device().is_meta()) return;
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : named_params()) {
+    const bool is_norm = name.find("norm.weight") != std::string::npos;
+    const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (is_norm) {
+      p.fill_(1.0);
+    } else if (is_bias) {
+      p.zero_();
+    } else if (init_gen != nullptr) {
+      p.normal_(0.0, kInitStd, *init_gen);
+    } else {
+      p.normal_(0.0, kInitStd);
+    }
+  }
+}
+
+ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& positions,
+                               const at::Tensor& key_valid, const at::Tensor& valid,
+                               KvCache* cache) {
+  const std::int64_t t = tokens.size(1);
+  const std::int64_t past = cache != nullptr ? cache->length : 0;
+  const std::int64_t tk = past + t;
+  at::Tensor x = at::embedding(model_->embed_tokens->weight, tokens);
+
+  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_.to(x.device());
+  at::Tensor emb = at::cat({freqs, freqs}, -1);
+  at::Tensor cos = emb.cos().to(x.scalar_type());
+  at::Tensor sin = emb.sin().to(x.scalar_type());
+
+  // Query i (slot past + i) sees key slot j when j <= past + i and the key is a real token.
+  at::Tensor qpos = at::arange(past, tk, positions.options()).unsqueeze(1);
+  at::Tensor kpos = at::arange(0, tk, positions.options()).unsqueeze(0);
+  at::Tensor allowed = (kpos <= qpos).unsqueeze(0) & key_valid.unsqueeze(1);  // [B, T, Tk]
+  at::Tensor mask =
+      at::where(allowed, at::zeros({}, x.options()), at::full({}, kMaskValue, x.options()))
+          .unsqueeze(1);  // [B, 1, T, Tk]
+
+  at::Tensor aux = at::zeros({}, x.options());
+  for (auto& layer : model_->layers) {
+    x = layer->forward(ops_, x, cos, sin, mask, valid, cache, &aux);
+  }
+  if (cache != nullptr) cache->length += t;
+  return ModelOutput{model_->norm->forward(ops_, x), aux};
+}
+
+at::Tensor QwenModel::logits(const at::Tensor& hidden) const {
+  return at::matmul(hidden, lm_head_weight().t()).to(at::kFloat);
+}
+
+const at::Tensor& QwenModel::lm_head_weight() const {
+  return lm_head_ ? lm_head_->weight : model_->embed_tokens->weight;
+}
+
+KvCache QwenModel::make_cache(std::int64_t batch, std::int64_t capacity) const {
+  KvCache cache;
+  cache.capacity = capacity;
+  const at::TensorOptions opts = lm_head_weight().options();
+  for (std::int64_t i = 0; i < spec_.num_layers; ++i) {
+    cache.keys.push_back(at::zeros({batch, spec_.num_kv_heads, capacity, spec_.head_dim}, opts));
+    cache.values.push_back(at::zeros({batch, spec_.num_kv_heads, capacity, spec_.head_dim}, opts));
+  }
+  return cache;
+}
+
+void QwenModel::set_collect_expert_load(bool on) {
+  for (auto& layer : model_->layers) {
+    if (layer->moe) layer->moe->collect_load = on;
+  }
+}
+
+std::vector<ExpertLoad> QwenModel::take_expert_load() {
+  std::vector<ExpertLoad> out;
+  for (auto& layer : model_->layers) {
+    if (!layer->moe) continue;
+    out.push_back(ExpertLoad{layer->index, layer->moe->load});
+    std::fill(layer->moe->load.begin(), layer->moe->load.end(), 0);
+  }
+  return out;
+}
+
+void QwenModel::set_router_bias_fault(double bias) {
+  for (auto& layer : model_->layers) {
+    if (layer->moe) layer->moe->force_bias = bias;
+  }
+}
+
+std::vector<std::pair<std::string, at::Tensor>> QwenModel::named_params() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+}  // namespace grpo::trainer
