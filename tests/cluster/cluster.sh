@@ -1,0 +1,629 @@
+#!/usr/bin/env bash
+# A throw-away multi-node Slurm cluster on this one machine, for integration tests.
+#
+#   cluster.sh start [--nodes N] [--cpus C] [--memory MB] [--dir DIR] [--timeout S] [--port-base P]
+#                    [--replace]   (--replace: first stop a cluster still running in DIR)
+#   cluster.sh stop --dir DIR [--keep]
+#   cluster.sh status --dir DIR
+#   cluster.sh kill-node --dir DIR nX       SIGKILL nX's slurmd and every process on nX
+#   cluster.sh revive-node --dir DIR nX     start nX's slurmd again, wait until it is usable
+#   cluster.sh wait-idle --dir DIR          wait until every node is idle again
+#
+# munged (private key and socket), one slurmctld and N slurmd (`slurmd -N nX`, each in its own
+# UTS + mount namespace: hostname nX, a private /etc/hosts mapping n1..nN to 127.0.0.11..), all
+# state under DIR. Daemons run under setsid, so a test runner that kills its process group spares
+# them; they are stopped only through the pids recorded in DIR/pids (never by name). `start`
+# prints `export SLURM_CONF=...` lines on stdout (progress goes to stderr) and writes DIR/env.sh.
+# Every wait is bounded; on failure start prints the daemons' log tails, stops what it started
+# and exits non-zero. See docs/test-cluster.md for every setting and why.
+set -euo pipefail
+
+readonly MARKER=.grpo-test-cluster
+readonly ADDR_BASE=10 # node nX gets 127.0.0.(ADDR_BASE+X)
+readonly MAX_NODES=64
+# Unix sockets live under SPOOL (munge, slurmstepd, mpi/pmix): SPOOL is DIR when DIR is at most
+# this long, else a short mktemp dir under /tmp, so that no socket path exceeds 107 bytes.
+readonly SOCKET_DIR_MAX=50
+
+log() { echo "cluster.sh: $*" >&2; }
+die() {
+  echo "cluster.sh: error: $*" >&2
+  exit 1
+}
+usage() {
+  sed -n '4,/^#$/p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+now_ms() {
+  local t=${EPOCHREALTIME/./}
+  echo $((t / 1000))
+}
+T0=$(now_ms)
+# Progress with the time since the command started, on stderr.
+phase() { log "[+$(($(now_ms) - T0)) ms] $*"; }
+
+# --- process bookkeeping: DIR/pids holds "role pid starttime uts-namespace" per daemon ---------
+
+# The start time (clock ticks since boot) of pid, which tells a reused pid from ours; fails when
+# pid is gone or a zombie (this machine's init reaps orphans only every second or two).
+proc_start() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  # After "pid (comm) " the fields start at 3 (state); starttime is field 22, i.e. word 20.
+  # shellcheck disable=SC2086
+  set -- $stat
+  [[ "$1" != Z && "$1" != X ]] || return 1
+  echo "${20}"
+}
+
+proc_uts() { readlink "/proc/$1/ns/uts" 2>/dev/null; }
+
+# True when the recorded daemon (pid + start time) is still running.
+alive() {
+  local pid=$1 start=$2 now
+  now=$(proc_start "$pid") || return 1
+  [[ "$now" == "$start" ]]
+}
+
+record() { # role pid
+  local role=$1 pid=$2 start uts
+  start=$(proc_start "$pid") || start=gone
+  uts=$(proc_uts "$pid") || uts=none
+  sed -i "/^$role /d" "$DIR/pids" 2>/dev/null || true
+  echo "$role $pid $start $uts" >>"$DIR/pids"
+}
+
+# role -> "pid start uts" (empty when not recorded)
+lookup() { awk -v r="$1" '$1 == r { print $2, $3, $4 }' "$DIR/pids" 2>/dev/null || true; }
+
+# Pids of every process whose UTS namespace is `uts` (a node's slurmd, slurmstepds and tasks).
+# Refuses the namespace this script runs in: that would be every process of the machine.
+pids_in_uts() {
+  local uts=$1 p
+  [[ "$uts" == uts:* ]] || return 0
+  if [[ "$uts" == "$(proc_uts $$)" || "$uts" == "$(proc_uts 1)" ]]; then
+    log "refusing to kill by namespace $uts: it is not a private node namespace"
+    return 0
+  fi
+  local pattern=${uts//[/\\[}
+  pattern=${pattern//]/\\]}
+  # One find instead of a readlink per process (much faster, under gVisor in particular).
+  for p in $(find /proc/[0-9]*/ns/uts -maxdepth 0 -lname "$pattern" 2>/dev/null); do
+    p=${p#/proc/}
+    echo "${p%%/*}"
+  done
+  return 0
+}
+
+# Sends `sig` to a recorded daemon if it is still the same process.
+signal_role() { # role sig
+  local pid start uts
+  read -r pid start uts <<<"$(lookup "$1")"
+  [[ -n "${pid:-}" ]] || return 0
+  if alive "$pid" "$start"; then kill "-$2" "$pid" 2>/dev/null || true; fi
+}
+
+# Waits (bounded) until none of the given roles is alive; true when all are gone.
+wait_roles_gone() { # timeout_ms role...
+  local deadline=$(($(now_ms) + $1)) role pid start uts any
+  shift
+  while :; do
+    any=0
+    for role in "$@"; do
+      read -r pid start uts <<<"$(lookup "$role")"
+      [[ -n "${pid:-}" ]] && alive "$pid" "$start" && any=1
+    done
+    ((any == 0)) && return 0
+    (($(now_ms) > deadline)) && return 1
+    sleep 0.05
+  done
+}
+
+# SIGKILL everything in a node's namespace, then wait until it is empty (bounded).
+kill_node_namespace() { # node
+  local pid start uts p deadline
+  read -r pid start uts <<<"$(lookup "slurmd.$1")"
+  [[ -n "${uts:-}" && "$uts" == uts:* ]] || return 0
+  deadline=$(($(now_ms) + 5000))
+  while :; do
+    local victims
+    victims=$(pids_in_uts "$uts")
+    [[ -z "$victims" ]] && return 0
+    for p in $victims; do kill -KILL "$p" 2>/dev/null || true; done
+    if (($(now_ms) > deadline)); then
+      log "processes still alive on $1 after SIGKILL: $(echo $victims)"
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# --- configuration -----------------------------------------------------------------------------
+
+node_names() {
+  local i
+  for ((i = 1; i <= NODES; i++)); do echo "n$i"; done
+}
+
+port_in_use() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
+
+# NODES+1 consecutive free TCP ports from a random base (controller first, then n1..nN).
+pick_ports() {
+  local try base i ok
+  for ((try = 0; try < 50; try++)); do
+    base=$((20000 + (RANDOM * 32768 + RANDOM) % 35000))
+    ok=1
+    for ((i = 0; i <= NODES; i++)); do
+      if port_in_use $((base + i)); then
+        ok=0
+        break
+      fi
+    done
+    if ((ok)); then
+      echo "$base"
+      return 0
+    fi
+  done
+  die "found no $((NODES + 1)) consecutive free TCP ports"
+}
+
+write_config() { # base_port
+  local base=$1 i
+  local ctl_host
+  ctl_host=$(hostname -s)
+  {
+    echo "# Generated by tests/cluster/cluster.sh for a throw-away test cluster; see docs/test-cluster.md."
+    echo "ClusterName=grpotest"
+    echo "SlurmctldHost=$ctl_host(127.0.0.1)"
+    echo "SlurmctldPort=$base"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "AuthType=auth/munge"
+    echo "CredType=cred/munge"
+    echo "AuthInfo=socket=$SPOOL/munge/munge.socket.2,cred_expire=10"
+    echo "StateSaveLocation=$DIR/ctld/state"
+    echo "SlurmctldPidFile=$DIR/ctld/slurmctld.pid"
+    echo "SlurmctldLogFile=$DIR/ctld/slurmctld.log"
+    echo "SlurmctldDebug=info"
+    echo "SlurmdSpoolDir=$SPOOL/nodes/%n/spool"
+    echo "SlurmdPidFile=$DIR/nodes/%n/slurmd.pid"
+    echo "SlurmdLogFile=$DIR/nodes/%n/slurmd.log"
+    echo "SlurmdDebug=info"
+    echo "TmpFS=$SPOOL/tmp/%n"
+    echo "SlurmdParameters=config_overrides"
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+    echo "SwitchType=switch/none"
+    echo "MpiDefault=none"
+    echo "LaunchParameters=use_interactive_step"
+    echo "SelectType=select/cons_tres"
+    echo "SelectTypeParameters=CR_CPU"
+    echo "SchedulerType=sched/backfill"
+    echo "SchedulerParameters=batch_sched_delay=0,sched_interval=5,bf_interval=5"
+    echo "ReturnToService=2"
+    echo "SlurmdTimeout=10"
+    echo "SlurmctldTimeout=10"
+    echo "MessageTimeout=10"
+    echo "InactiveLimit=0"
+    echo "KillWait=2"
+    echo "WaitTime=0"
+    echo "MinJobAge=300"
+    echo "JobCompType=jobcomp/filetxt"
+    echo "JobCompLoc=$DIR/jobcomp.log"
+    echo "AccountingStorageType=accounting_storage/none"
+    echo "JobAcctGatherType=jobacct_gather/none"
+    echo "MailProg=/bin/true"
+    for ((i = 1; i <= NODES; i++)); do
+      echo "NodeName=n$i NodeAddr=127.0.0.$((ADDR_BASE + i)) NodeHostname=localhost" \
+        "Port=$((base + i)) CPUs=$CPUS RealMemory=$MEMORY State=UNKNOWN"
+    done
+    echo "PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP"
+    echo "PartitionName=batch Nodes=n[1-$NODES] Default=NO MaxTime=INFINITE State=UP"
+  } >"$DIR/slurm.conf"
+
+  {
+    echo "127.0.0.1 localhost"
+    echo "127.0.0.1 $ctl_host"
+    for ((i = 1; i <= NODES; i++)); do echo "127.0.0.$((ADDR_BASE + i)) n$i"; done
+  } >"$DIR/hosts"
+}
+
+# --- daemons ----------------------------------------------------------------------------------
+
+start_munged() {
+  mkdir -p "$SPOOL/munge"
+  chmod 755 "$SPOOL/munge" # the socket must be reachable; the key itself is 0400
+  dd if=/dev/urandom of="$SPOOL/munge/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$SPOOL/munge/munge.key"
+  setsid munged --foreground --force --num-threads=2 \
+    --socket="$SPOOL/munge/munge.socket.2" --key-file="$SPOOL/munge/munge.key" \
+    --pid-file="$SPOOL/munge/munged.pid" --log-file="$SPOOL/munge/munged.log" \
+    --seed-file="$SPOOL/munge/munged.seed" </dev/null >>"$SPOOL/munge/munged.out" 2>&1 &
+  record munged $!
+}
+
+start_slurmctld() {
+  mkdir -p "$DIR/ctld/state"
+  SLURM_CONF="$DIR/slurm.conf" setsid slurmctld -D -i -f "$DIR/slurm.conf" \
+    </dev/null >>"$DIR/ctld/slurmctld.out" 2>&1 &
+  record slurmctld $!
+}
+
+# slurmd for node $1 in its own UTS + mount namespace (hostname, private /etc/hosts). Returns at
+# once; await_slurmd records the namespace once bash has exec'd slurmd.
+launch_slurmd() {
+  local node=$1
+  mkdir -p "$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"
+  SLURM_CONF="$DIR/slurm.conf" setsid unshare --uts --mount --propagation private -- \
+    /bin/bash -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec slurmd -D -N "$1" -f "$3"' \
+    slurmd-ns "$node" "$DIR/hosts" "$DIR/slurm.conf" \
+    </dev/null >>"$DIR/nodes/$node/slurmd.out" 2>&1 &
+  record "slurmd.$node" $!
+}
+
+await_slurmd() {
+  local node=$1 pid start uts exe
+  read -r pid start uts <<<"$(lookup "slurmd.$node")"
+  local deadline=$(($(now_ms) + TIMEOUT * 1000))
+  while :; do
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || exe=""
+    if [[ "$exe" == */slurmd || "$exe" == */slurmd-* ]]; then # Debian: slurmd-wlm
+      record "slurmd.$node" "$pid"
+      [[ "$(proc_uts "$pid")" != "$(proc_uts $$)" ]] ||
+        die "slurmd for $node is not in its own UTS namespace"
+      return 0
+    fi
+    [[ -d /proc/$pid ]] || return 1
+    (($(now_ms) > deadline)) && return 1
+    sleep 0.02
+  done
+}
+
+# Prints the last lines of every log (on stderr) for a failure report. A daemon's stdout/stderr
+# (.out) is shown only when its log file is empty: it repeats the log otherwise.
+log_tails() {
+  local f out
+  for f in "$SPOOL"/munge/munged.log "$DIR"/ctld/slurmctld.log "$DIR"/nodes/*/slurmd.log; do
+    out=${f%.log}.out
+    if [[ -s "$f" ]]; then
+      echo "---- tail $f" >&2
+      tail -n 15 "$f" >&2
+    elif [[ -s "$out" ]]; then
+      echo "---- tail $out" >&2
+      tail -n 15 "$out" >&2
+    fi
+  done
+}
+
+# Dies (after the log tails) when a recorded daemon is no longer running.
+check_daemons_alive() {
+  local role pid start uts
+  while read -r role pid start uts; do
+    [[ "$role" == dead.* ]] && continue
+    if ! alive "$pid" "$start"; then
+      FAIL_REASON="$role (pid $pid) exited"
+      return 1
+    fi
+  done <"$DIR/pids"
+  return 0
+}
+
+# sinfo's node states as "name state" lines (short states: idle, mix, alloc, down*, ...).
+node_states() { SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -p debug -o '%N %t' 2>/dev/null | sort -u; }
+
+# Waits until all listed nodes are in one of the given states (regex), within timeout_s.
+wait_nodes() { # timeout_s state_regex node...
+  local timeout_s=$1 regex=$2
+  shift 2
+  local deadline=$(($(now_ms) + timeout_s * 1000)) states node ok
+  while :; do
+    states=$(node_states)
+    ok=1
+    for node in "$@"; do
+      grep -Eq "^$node ($regex)\$" <<<"$states" || {
+        ok=0
+        break
+      }
+    done
+    ((ok)) && return 0
+    check_daemons_alive || return 1
+    if (($(now_ms) > deadline)); then
+      FAIL_REASON="nodes not ${regex} within ${timeout_s}s; sinfo says: $(echo $states)"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# --- commands ---------------------------------------------------------------------------------
+
+# Every daemon recorded in DIR/pids: TERM, bounded wait, then KILL; then every process left in the
+# nodes' namespaces.
+stop_daemons() {
+  local role pid start uts roles=()
+  [[ -f "$DIR/pids" ]] || return 0
+  while read -r role pid start uts; do
+    [[ "$role" == slurmd.* || "$role" == slurmctld* ]] && roles+=("$role")
+  done <"$DIR/pids"
+  # A short grace period only: nothing of a throw-away cluster needs saving (slurmctld takes
+  # ~1.5 s to save its state and exit on SIGTERM).
+  for role in "${roles[@]}"; do signal_role "$role" TERM; done
+  if ((${#roles[@]})) && ! wait_roles_gone 1000 "${roles[@]}"; then
+    for role in "${roles[@]}"; do signal_role "$role" KILL; done
+    wait_roles_gone 3000 "${roles[@]}" || log "slurm daemons survived SIGKILL"
+  fi
+  for role in "${roles[@]}"; do
+    if [[ "$role" == slurmd.* ]]; then kill_node_namespace "${role#slurmd.}" || true; fi
+  done
+  signal_role munged TERM
+  if ! wait_roles_gone 3000 munged; then
+    signal_role munged KILL
+    wait_roles_gone 2000 munged || log "munged survived SIGKILL"
+  fi
+}
+
+cmd_start() {
+  [[ "$NODES" =~ ^[0-9]+$ ]] && ((NODES >= 1 && NODES <= MAX_NODES)) ||
+    die "--nodes must be 1..$MAX_NODES"
+  [[ "$CPUS" =~ ^[0-9]+$ ]] && ((CPUS >= 1)) || die "--cpus must be >= 1"
+  [[ "$MEMORY" =~ ^[0-9]+$ ]] && ((MEMORY >= 1)) || die "--memory must be >= 1 (MB)"
+  local t0
+  t0=$(now_ms)
+  for exe in munged slurmctld slurmd sinfo unshare setsid ss; do
+    command -v "$exe" >/dev/null || die "$exe not found (run scripts/install-deps.sh)"
+  done
+  if [[ -z "$DIR" ]]; then
+    DIR=$(mktemp -d /tmp/grpo-cluster.XXXXXX)
+  else
+    if [[ -e "$DIR" && -n "$(ls -A "$DIR" 2>/dev/null)" ]]; then
+      [[ -f "$DIR/$MARKER" ]] || die "$DIR exists and is not a test-cluster directory"
+      if ((REPLACE)); then
+        log "stopping the cluster left in $DIR (--replace)"
+        load_spool
+        stop_daemons
+      fi
+      if [[ -f "$DIR/pids" ]]; then
+        local role pid start uts
+        while read -r role pid start uts; do
+          alive "$pid" "$start" &&
+            die "a cluster is already running in $DIR ($role pid $pid); stop it or pass --replace"
+        done <"$DIR/pids"
+      fi
+      load_spool
+      remove_dirs
+    fi
+    mkdir -p "$DIR"
+    DIR=$(cd "$DIR" && pwd -P)
+  fi
+  touch "$DIR/$MARKER"
+  : >"$DIR/pids"
+  if ((${#DIR} <= SOCKET_DIR_MAX)); then
+    SPOOL=$DIR
+  else
+    SPOOL=$(mktemp -d /tmp/grpo-cluster-spool.XXXXXX)
+    touch "$SPOOL/$MARKER"
+    echo "$SPOOL" >"$DIR/spool.path"
+  fi
+  mkdir -p "$SPOOL/tmp" "$SPOOL/nodes" "$DIR/nodes"
+
+  STARTED=0
+  FAIL_REASON=""
+  trap 'start_failed' EXIT
+  trap 'FAIL_REASON="interrupted"; exit 1' INT TERM
+
+  local base=$PORT_BASE
+  [[ -n "$base" ]] || base=$(pick_ports)
+  write_config "$base"
+  log "starting $NODES nodes x $CPUS CPUs in $DIR (ports $base..$((base + NODES)))"
+
+  start_munged
+  local deadline=$(($(now_ms) + TIMEOUT * 1000))
+  until munge -n -S "$SPOOL/munge/munge.socket.2" 2>/dev/null |
+    unmunge -S "$SPOOL/munge/munge.socket.2" >/dev/null 2>&1; do
+    check_daemons_alive || exit 1
+    if (($(now_ms) > deadline)); then
+      FAIL_REASON="munged did not answer within ${TIMEOUT}s"
+      exit 1
+    fi
+    sleep 0.05
+  done
+
+  phase "munged answers"
+  start_slurmctld
+  deadline=$(($(now_ms) + TIMEOUT * 1000))
+  until SLURM_CONF="$DIR/slurm.conf" scontrol ping 2>/dev/null | grep -q 'UP'; do
+    check_daemons_alive || exit 1
+    if (($(now_ms) > deadline)); then
+      FAIL_REASON="slurmctld did not answer within ${TIMEOUT}s"
+      exit 1
+    fi
+    sleep 0.05
+  done
+
+  phase "slurmctld answers"
+  # slurmctld's helper process (slurmscriptd) is recorded too, so that stop can reap it.
+  local ctld_pid child
+  read -r ctld_pid _ _ <<<"$(lookup slurmctld)"
+  for child in $(ps -o pid= --ppid "$ctld_pid" 2>/dev/null); do record "slurmctld.child.$child" "$child"; done
+  local node
+  for node in $(node_names); do launch_slurmd "$node"; done
+  for node in $(node_names); do
+    await_slurmd "$node" || {
+      FAIL_REASON="slurmd for $node did not start"
+      exit 1
+    }
+  done
+  phase "$NODES slurmd started"
+  # shellcheck disable=SC2046
+  wait_nodes "$TIMEOUT" 'idle' $(node_names) || exit 1
+
+  {
+    echo "export SLURM_CONF=$DIR/slurm.conf"
+    echo "export GRPO_TEST_CLUSTER_DIR=$DIR"
+  } >"$DIR/env.sh"
+  STARTED=1
+  trap - EXIT INT TERM
+  log "$NODES nodes idle after $(($(now_ms) - t0)) ms"
+  cat "$DIR/env.sh"
+}
+
+start_failed() {
+  ((STARTED)) && return 0
+  # Another cluster (or anything else) took one of the randomly chosen ports between the check and
+  # the bind: start again from scratch with other ports, at most twice.
+  if [[ -z "$PORT_BASE" && "${GRPO_CLUSTER_ATTEMPT:-1}" -lt 3 ]] &&
+    grep -qs "Address already in use" "$DIR"/ctld/slurmctld.log "$DIR"/nodes/*/slurmd.log; then
+    log "a port was taken (Address already in use); retrying with other ports"
+    stop_daemons
+    remove_dirs
+    GRPO_CLUSTER_ATTEMPT=$((${GRPO_CLUSTER_ATTEMPT:-1} + 1)) exec "$SELF" "${ORIG_ARGS[@]}"
+  fi
+  log "start FAILED: ${FAIL_REASON:-an unexpected error (see above)}"
+  log_tails
+  stop_daemons
+  log "stopped what was started; logs kept in $DIR (remove with: $0 stop --dir $DIR)"
+  exit 1
+}
+
+require_dir() {
+  [[ -n "$DIR" ]] || die "--dir is required"
+  DIR=$(cd "$DIR" 2>/dev/null && pwd -P) || return 1
+  [[ -f "$DIR/$MARKER" ]] || die "$DIR is not a test-cluster directory (no $MARKER)"
+  load_spool
+}
+
+# SPOOL of an existing cluster directory.
+load_spool() {
+  SPOOL=$DIR
+  if [[ -f "$DIR/spool.path" ]]; then SPOOL=$(cat "$DIR/spool.path"); fi
+  return 0
+}
+
+remove_dirs() {
+  if [[ "$SPOOL" != "$DIR" && -f "$SPOOL/$MARKER" ]]; then rm -rf "$SPOOL"; fi
+  rm -rf "$DIR"
+}
+
+cmd_stop() {
+  [[ -n "$DIR" ]] || die "--dir is required"
+  if [[ ! -e "$DIR" ]]; then
+    log "nothing to stop: $DIR does not exist"
+    return 0
+  fi
+  require_dir
+  stop_daemons
+  if ((KEEP)); then
+    log "stopped; kept $DIR"
+  else
+    remove_dirs
+    log "stopped; removed $DIR"
+  fi
+}
+
+cmd_status() {
+  require_dir || die "$DIR does not exist"
+  local role pid start uts bad=0
+  while read -r role pid start uts; do
+    if [[ "$role" == dead.* ]]; then
+      echo "${role#dead.} killed"
+      bad=1
+    elif alive "$pid" "$start"; then
+      echo "$role running pid $pid"
+    else
+      echo "$role DEAD (pid $pid)"
+      bad=1
+    fi
+  done <"$DIR/pids"
+  echo "--- sinfo"
+  SLURM_CONF="$DIR/slurm.conf" sinfo -N -o '%N %P %t %c' || bad=1
+  return $bad
+}
+
+check_node_arg() {
+  [[ -n "$NODE" ]] || die "which node? (e.g. n2)"
+  grep -q "^NodeName=$NODE " "$DIR/slurm.conf" || die "no node $NODE in $DIR/slurm.conf"
+}
+
+cmd_kill_node() {
+  require_dir || die "$DIR does not exist"
+  check_node_arg
+  local pid start uts
+  read -r pid start uts <<<"$(lookup "slurmd.$NODE")"
+  [[ -n "${pid:-}" ]] || die "$NODE is not running (already killed?)"
+  local victims
+  victims=$(pids_in_uts "$uts" | wc -l)
+  if alive "$pid" "$start"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  kill_node_namespace "$NODE" || die "could not kill every process on $NODE"
+  sed -i "s/^slurmd\.$NODE /dead.slurmd.$NODE /" "$DIR/pids"
+  log "killed $NODE: slurmd pid $pid and $((victims > 0 ? victims - 1 : 0)) other process(es)"
+}
+
+cmd_revive_node() {
+  require_dir || die "$DIR does not exist"
+  check_node_arg
+  local pid start uts
+  read -r pid start uts <<<"$(lookup "slurmd.$NODE")"
+  if [[ -n "${pid:-}" ]] && alive "$pid" "$start"; then die "$NODE is running (pid $pid)"; fi
+  sed -i "/^dead\.slurmd\.$NODE /d" "$DIR/pids"
+  local t0
+  t0=$(now_ms)
+  launch_slurmd "$NODE"
+  await_slurmd "$NODE" || die "slurmd for $NODE did not start; $(tail -n 5 "$DIR/nodes/$NODE/slurmd.log" 2>/dev/null)"
+  FAIL_REASON=""
+  wait_nodes "$TIMEOUT" 'idle|mix|alloc' "$NODE" || die "$NODE did not come back: $FAIL_REASON"
+  log "revived $NODE in $(($(now_ms) - t0)) ms"
+}
+
+cmd_wait_idle() {
+  require_dir || die "$DIR does not exist"
+  FAIL_REASON=""
+  # shellcheck disable=SC2046
+  NODES=$(grep -c '^NodeName=' "$DIR/slurm.conf")
+  wait_nodes "$TIMEOUT" 'idle' $(node_names) || die "$FAIL_REASON"
+}
+
+# --- main -------------------------------------------------------------------------------------
+
+[[ $# -ge 1 ]] || usage
+SELF=$(readlink -f "$0")
+ORIG_ARGS=("$@")
+COMMAND=$1
+shift
+NODES=4
+CPUS=4
+MEMORY=16384
+PORT_BASE=""
+DIR=""
+SPOOL=""
+KEEP=0
+REPLACE=0
+TIMEOUT=30
+NODE=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --nodes) NODES=${2:?--nodes needs a value}; shift 2 ;;
+    --cpus) CPUS=${2:?--cpus needs a value}; shift 2 ;;
+    --memory) MEMORY=${2:?--memory needs a value}; shift 2 ;;
+    --port-base) PORT_BASE=${2:?--port-base needs a value}; shift 2 ;;
+    --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
+    --timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --replace) REPLACE=1; shift ;;
+    -h | --help) usage ;;
+    n[0-9]*) NODE=$1; shift ;;
+    *) die "unknown argument '$1'" ;;
+  esac
+done
+[[ "$TIMEOUT" =~ ^[0-9]+$ ]] && ((TIMEOUT >= 1)) || die "--timeout must be >= 1 (seconds)"
+
+case "$COMMAND" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  kill-node) cmd_kill_node ;;
+  revive-node) cmd_revive_node ;;
+  wait-idle) cmd_wait_idle ;;
+  *) usage ;;
+esac
