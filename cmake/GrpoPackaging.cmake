@@ -1,0 +1,11 @@
+# CPack: a Debian package of the installed tree (`cpack -G DEB` in the build directory).
+set(CPACK_PACKAGE_NAME grpo-launch)
+set(CPACK_PACKAGE_VENDOR "grpo-launch")
+set(CPACK_PACKAGE_CONTACT "grpo-launch maintainers <maintainers@grpo-launch.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "slurm-client")
+include(CPack)

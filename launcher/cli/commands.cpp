@@ -1,0 +1,98 @@
+#include "commands.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "exit_codes.h"
+#include "grpo/core/catalog.h"
+#include "grpo/core/plan_render.h"
+#include "grpo/core/planner.h"
+#include "grpo/io/profile_store.h"
+
+namespace grpo::cli {
+
+void print_error(const std::string& message) {
+  std::string one_line = message;
+  for (char& c : one_line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(stderr, "grpo-launch: error: %s\n", one_line.c_str());
+}
+
+namespace {
+
+io::DirectorySourceProvider make_provider(const GlobalArgs& g) {
+  return io::DirectorySourceProvider(
+      io::profile_search_path(io::search_inputs_from_environment(g.profile_dirs)));
+}
+
+// Input problems (unreadable files, unknown names, bad values) all exit 2.
+int input_error(const core::Error& e) {
+  print_error(e.str());
+  return e.kind == core::ErrorKind::kInternal ? kExitInternal : kExitInput;
+}
+
+}  // namespace
+
+int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
+  if (args.format != "text" && args.format != "json") {
+    print_error("--format must be text or json, not '" + args.format + "'");
+    return kExitUsage;
+  }
+  const auto provider = make_provider(global);
+  std::vector<core::Override> overrides;
+  for (const auto& s : args.sets) {
+    auto o = core::parse_override(s);
+    if (!o.ok()) return input_error(o.error());
+    overrides.push_back(std::move(o).value());
+  }
+  core::PlanRequest request;
+  std::vector<core::Override> profile_overrides;
+  if (auto st = core::split_layout_overrides(overrides, request.constraints, profile_overrides);
+      !st.ok()) {
+    return input_error(st.error());
+  }
+  auto cluster = core::load_cluster(provider, args.profile, profile_overrides);
+  if (!cluster.ok()) return input_error(cluster.error());
+  auto model = core::load_model(provider, args.model);
+  if (!model.ok()) return input_error(model.error());
+  request.cluster = std::move(cluster).value();
+  request.model = std::move(model).value();
+  request.alternatives = args.alternatives;
+  const core::Plan plan = core::make_plan(request);
+  if (args.format == "json") {
+    std::cout << core::plan_to_json(plan).dump(2) << "\n";
+  } else {
+    std::cout << core::render_summary(plan);
+  }
+  return core::plan_ok(plan) ? kExitOk : kExitFindings;
+}
+
+int cmd_profiles(const GlobalArgs& global, const std::string& format) {
+  const auto provider = make_provider(global);
+  if (format == "json") {
+    nlohmann::json j;
+    j["search_path"] = nlohmann::json::array();
+    for (const auto& d : provider.search_path()) j["search_path"].push_back(d.string());
+    for (auto kind : {core::CatalogKind::kCluster, core::CatalogKind::kModel}) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& n : provider.names(kind)) {
+        list.push_back({{"name", n}, {"path", provider.locate(kind, n).value_or("").string()}});
+      }
+      j[kind == core::CatalogKind::kCluster ? "clusters" : "models"] = std::move(list);
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "Search path (first match wins):\n";
+  for (const auto& d : provider.search_path()) std::cout << "  " << d.string() << "\n";
+  for (auto kind : {core::CatalogKind::kCluster, core::CatalogKind::kModel}) {
+    std::cout << (kind == core::CatalogKind::kCluster ? "\nClusters:\n" : "\nModels:\n");
+    for (const auto& n : provider.names(kind)) {
+      std::cout << "  " << n << "  (" << provider.locate(kind, n).value_or("").string() << ")\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace grpo::cli

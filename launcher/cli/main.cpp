@@ -1,0 +1,104 @@
+// grpo-launch: plan, check, launch and supervise GRPO training. This file only wires the
+// command line (CLI11) to commands.cpp; see docs/cli.md and docs/exit-codes.md.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "commands.h"
+#include "exit_codes.h"
+
+namespace {
+
+using grpo::cli::GlobalArgs;
+using grpo::cli::PlanArgs;
+
+void add_plan_options(CLI::App* app, PlanArgs& args, bool required) {
+  auto* p = app->add_option("--profile,-p", args.profile, "Cluster profile name or .toml file");
+  auto* m = app->add_option("--model,-m", args.model, "Model name or .toml file");
+  if (required) {
+    p->required();
+    m->required();
+  }
+  app->add_option(
+         "--set,-s", args.sets,
+         "Override a profile field (device.memory_gib=40, grpo.rollout_n=8) or fix a layout "
+         "setting (tp=4, pp=2, ep=8, micro_batch=2, rollout_tp=4, recompute=full, ...)")
+      ->type_name("KEY=VALUE");
+  app->add_option("--format,-f", args.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}));
+  app->add_option("--alternatives", args.alternatives, "How many runner-up layouts to show")
+      ->check(CLI::Range(0, 20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"grpo-launch: plan, check, launch and supervise GRPO training on Slurm clusters",
+                 "grpo-launch"};
+    app.set_version_flag("--version,-V", std::string("grpo-launch ") + GRPO_VERSION);
+    GlobalArgs global;
+    app.add_option("--profile-dir", global.profile_dirs,
+                   "Extra directory with clusters/ and models/ (searched first; repeatable)")
+        ->type_name("DIR");
+    app.add_option("--log-level", global.log_level, "Log level on stderr")
+        ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+
+    PlanArgs bare;
+    add_plan_options(&app, bare, false);
+    app.add_flag(
+        "--dry-run,-n", bare.dry_run,
+        "Print the Parallel Config Summary (and, with Slurm, the batch script); submit nothing");
+    app.footer(
+        "Without a subcommand, --profile and --model plan a run; with --dry-run nothing is "
+        "submitted.\n"
+        "Exit codes: 0 ok, 1 findings (infeasible plan, errors found), 2 bad input, 64 usage,\n"
+        "69 Slurm unreachable, 70 internal error, 73 cannot write output, 76 request refused.\n"
+        "Profiles are searched in --profile-dir, $GRPO_LAUNCH_PROFILE_PATH, "
+        "~/.config/grpo-launch/profiles,\n"
+        "then the installed ones. See `grpo-launch profiles`.");
+
+    PlanArgs plan_args;
+    auto* plan = app.add_subcommand("plan", "Find a legal, fitting parallel layout and explain it");
+    add_plan_options(plan, plan_args, true);
+
+    std::string profiles_format = "text";
+    auto* profiles = app.add_subcommand(
+        "profiles", "List the cluster profiles and models found on the search path");
+    profiles->add_option("--format,-f", profiles_format, "Output format")
+        ->check(CLI::IsMember({"text", "json"}));
+
+    app.require_subcommand(0, 1);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      grpo::cli::print_error(e.what());
+      std::cerr << "Run 'grpo-launch --help' for usage.\n";
+      return grpo::cli::kExitUsage;
+    }
+
+    if (plan->parsed()) return grpo::cli::cmd_plan(global, plan_args);
+    if (profiles->parsed()) return grpo::cli::cmd_profiles(global, profiles_format);
+
+    if (bare.profile.empty() || bare.model.empty()) {
+      grpo::cli::print_error(
+          "--profile and --model are required (or give a subcommand); see --help");
+      return grpo::cli::kExitUsage;
+    }
+    if (!bare.dry_run) {
+      grpo::cli::print_error(
+          "submitting to Slurm is not available in this build yet; use --dry-run to see the plan");
+      return grpo::cli::kExitUsage;
+    }
+    return grpo::cli::cmd_plan(global, bare);
+  } catch (const std::exception& e) {
+    grpo::cli::print_error(std::string("internal error: ") + e.what());
+    return grpo::cli::kExitInternal;
+  }
+}

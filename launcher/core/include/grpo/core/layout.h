@@ -1,0 +1,72 @@
+// A parallel layout for GRPO training: the actor's Megatron-Core parallelism, the rollout
+// engine's tensor parallelism, micro batch, offload, recompute. Legality rules follow what the
+// engines accept; each is cited in docs/parallelism.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/cluster_profile.h"
+#include "grpo/core/diagnostic.h"
+#include "grpo/core/glossary.h"
+#include "grpo/core/model_spec.h"
+#include "grpo/core/workload.h"
+
+namespace grpo::core {
+
+enum class Recompute { kNone, kFull };
+std::string_view to_string(Recompute r);
+
+struct Offload {
+  bool params = false;     // verl megatron.param_offload
+  bool grads = false;      // verl megatron.grad_offload
+  bool optimizer = false;  // verl megatron.optimizer_offload
+  bool any() const { return params || grads || optimizer; }
+  friend bool operator==(const Offload&, const Offload&) = default;
+};
+std::string to_string(const Offload& o);  // "none", "optimizer", "grads+optimizer", ...
+
+struct Layout {
+  ParallelDims dims;
+  int micro_batch = 1;  // responses per GPU per micro batch (ppo_micro_batch_size_per_gpu)
+  int rollout_tp = 1;   // vLLM tensor-parallel size
+  int ref_tp = 0;       // reference model TP; 0 means "same as the actor"
+  Offload offload;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  bool distributed_optimizer = true;
+  int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
+  int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+// Layer count of each pipeline stage (stage 0 first). Assumes the split is legal.
+std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout);
+
+// Values the user fixed with --set; everything unset is searched.
+struct LayoutConstraints {
+  std::optional<int> tp, pp, cp, dp, ep, etp, micro_batch, rollout_tp, ref_tp;
+  std::optional<int> first_stage_layers, last_stage_layers;
+  std::optional<bool> param_offload, grad_offload, optimizer_offload;
+  std::optional<bool> sequence_parallel, distributed_optimizer;
+  std::optional<Recompute> recompute;
+  bool any() const;
+};
+
+// The --set keys that are layout settings (everything else is a profile field).
+const std::vector<std::string>& layout_keys();
+bool is_layout_key(std::string_view key);
+// Applies one layout --set (key must satisfy is_layout_key). Errors: kInvalidValue.
+Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::string_view value);
+
+// Every rule the layout breaks, as diagnostics (empty when legal). Memory is not checked here.
+// `setting_name` maps a layout key ("tp", "rollout_tp", ...) to the name shown in diagnostics.
+std::vector<Diagnostic> check_legality(const ModelSpec& model, const ClusterProfile& cluster,
+                                       const WorkloadSpec& workload, const Layout& layout);
+
+// The first/last stage layer counts the plan sets when PP does not divide the layers
+// (nullopt when no legal uneven split exists). Returns {0,0} when the split is even.
+std::optional<std::pair<int, int>> uneven_split(int num_layers, int pp);
+
+}  // namespace grpo::core

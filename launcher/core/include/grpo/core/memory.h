@@ -1,0 +1,67 @@
+// Per-device memory estimate of a GRPO layout, by phase, with a breakdown. The formulas (mixed-
+// precision Adam bytes per parameter, distributed-optimizer sharding, activations after
+// Korthikanti et al. 2022 adapted to Qwen's shapes, KV cache, logits) are written down in
+// docs/memory-model.md; tests check them against numbers worked out by hand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grpo/core/cluster_profile.h"
+#include "grpo/core/layout.h"
+#include "grpo/core/model_spec.h"
+#include "grpo/core/workload.h"
+
+namespace grpo::core {
+
+struct MemoryItem {
+  std::string name;  // "weights", "gradients", "optimizer states", "activations", ...
+  double bytes = 0;
+};
+
+struct PhaseMemory {
+  std::string phase;  // "rollout" or "training"
+  std::vector<MemoryItem> items;
+  double capacity = 0;  // usable device memory in bytes (device memory minus the headroom)
+  double total() const;
+  double bytes(std::string_view item) const;  // 0 when absent
+  bool fits() const { return total() <= capacity; }
+};
+
+// Parameters held by one device of the worst (largest) pipeline stage.
+struct ShardedParams {
+  double non_expert = 0;  // replicated across EP; optimizer sharded over DP x CP
+  double expert = 0;      // routed experts; optimizer sharded over EDP
+  int stage = 0;          // which pipeline stage this is
+  double total() const { return non_expert + expert; }
+};
+
+struct MemoryEstimate {
+  PhaseMemory rollout;               // generation: resident actor state + the engine's budget
+  PhaseMemory training;              // forward/backward of the policy update
+  PhaseMemory optimizer_step;        // the optimizer step (offloaded states are loaded back for it)
+  ShardedParams actor;               // actor parameters on the worst stage's device
+  double rollout_weights = 0;        // rollout engine weights per device
+  double rollout_budget = 0;         // device memory x gpu_memory_utilization
+  double kv_bytes_per_token = 0;     // per device
+  double kv_needed = 0;              // KV cache for every concurrent sequence
+  double kv_capacity = 0;            // what the budget leaves for the KV cache
+  std::int64_t concurrent_seqs = 0;  // sequences one rollout replica runs at once
+  bool rollout_weights_fit = true;   // weights + workspace + one sequence fit in the budget
+  bool fits() const {
+    return rollout.fits() && training.fits() && optimizer_step.fits() && rollout_weights_fit;
+  }
+  // The phase that is over capacity by the largest margin (the training phase when all fit).
+  const PhaseMemory& worst() const;
+};
+
+// Fixed runtime overhead per device (CUDA/CANN context, communicator buffers, fragmentation).
+double runtime_overhead_bytes(DeviceVendor vendor);
+
+ShardedParams sharded_params(const ModelSpec& model, const Layout& layout);
+
+MemoryEstimate estimate_memory(const ModelSpec& model, const ClusterProfile& cluster,
+                               const WorkloadSpec& workload, const Layout& layout);
+
+}  // namespace grpo::core

@@ -1,0 +1,32 @@
+// Small text helpers shared by the core: did-you-mean suggestions and number formatting.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grpo::core {
+
+// Levenshtein distance (insert, delete, substitute each cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` when it is close enough to be a likely typo (distance at most
+// max(2, |word| / 4)); nullopt otherwise. Ties go to the first candidate in order.
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" or "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// Bytes as GiB with one decimal: "97.3 GiB".
+std::string format_gib(double bytes);
+// A count with a unit suffix: 30.5B, 3.3B, 768M, 12.6K.
+std::string format_count(double n);
+// Fixed decimals.
+std::string format_fixed(double v, int decimals);
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace grpo::core

@@ -1,0 +1,342 @@
+#include "grpo/core/layout.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace grpo::core {
+namespace {
+
+std::string num(std::int64_t v) {
+  return std::to_string(v);
+}
+
+Result<int> parse_int(std::string_view key, std::string_view value) {
+  int out = 0;
+  const auto* end = value.data() + value.size();
+  const auto [p, ec] = std::from_chars(value.data(), end, out);
+  if (ec != std::errc{} || p != end || out < 0) {
+    return make_error(ErrorKind::kInvalidValue, "--set " + std::string(key) + "=" +
+                                                    std::string(value) +
+                                                    ": expected a non-negative integer");
+  }
+  return out;
+}
+
+Result<bool> parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "True" || value == "1" || value == "on") return true;
+  if (value == "false" || value == "False" || value == "0" || value == "off") return false;
+  return make_error(ErrorKind::kInvalidValue, "--set " + std::string(key) + "=" +
+                                                  std::string(value) + ": expected true or false");
+}
+
+}  // namespace
+
+std::string_view to_string(Recompute r) {
+  return r == Recompute::kFull ? "full" : "none";
+}
+
+std::string to_string(const Offload& o) {
+  std::string s;
+  if (o.params) s += "params";
+  if (o.grads) s += std::string(s.empty() ? "" : "+") + "grads";
+  if (o.optimizer) s += std::string(s.empty() ? "" : "+") + "optimizer";
+  return s.empty() ? "none" : s;
+}
+
+std::optional<std::pair<int, int>> uneven_split(int num_layers, int pp) {
+  if (pp <= 1 || num_layers % pp == 0) return std::pair{0, 0};
+  if (pp == 2) {
+    const int first = num_layers / 2;  // the first stage also holds the embedding
+    return std::pair{first, num_layers - first};
+  }
+  const int middle = (num_layers + pp / 2) / pp;  // layers per middle stage, rounded
+  const int rest = num_layers - (pp - 2) * middle;
+  const int first = rest / 2;
+  const int last = rest - first;
+  if (first < 1 || last < 1) return std::nullopt;
+  return std::pair{first, last};
+}
+
+std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout) {
+  const int pp = layout.dims.pp;
+  const int layers = static_cast<int>(model.num_layers);
+  std::vector<int> out(static_cast<std::size_t>(pp), pp > 0 ? layers / pp : 0);
+  if (pp <= 1) return {layers};
+  if (layout.first_stage_layers > 0 || layout.last_stage_layers > 0) {
+    const int first = layout.first_stage_layers > 0 ? layout.first_stage_layers : layers / pp;
+    const int last = layout.last_stage_layers > 0 ? layout.last_stage_layers : layers / pp;
+    const int middle = pp > 2 ? (layers - first - last) / (pp - 2) : 0;
+    for (auto& l : out) l = middle;
+    out.front() = first;
+    out.back() = last;
+  }
+  return out;
+}
+
+bool LayoutConstraints::any() const {
+  return tp || pp || cp || dp || ep || etp || micro_batch || rollout_tp || ref_tp ||
+         first_stage_layers || last_stage_layers || param_offload || grad_offload ||
+         optimizer_offload || sequence_parallel || distributed_optimizer || recompute;
+}
+
+const std::vector<std::string>& layout_keys() {
+  static const std::vector<std::string> keys = {"tp",
+                                                "pp",
+                                                "cp",
+                                                "dp",
+                                                "ep",
+                                                "etp",
+                                                "micro_batch",
+                                                "rollout_tp",
+                                                "ref_tp",
+                                                "first_stage_layers",
+                                                "last_stage_layers",
+                                                "param_offload",
+                                                "grad_offload",
+                                                "optimizer_offload",
+                                                "sequence_parallel",
+                                                "distributed_optimizer",
+                                                "recompute"};
+  return keys;
+}
+
+bool is_layout_key(std::string_view key) {
+  const auto& k = layout_keys();
+  return std::find(k.begin(), k.end(), key) != k.end();
+}
+
+Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::string_view value) {
+  auto set_int = [&](std::optional<int>& field, bool allow_zero) -> Status {
+    GRPO_TRY(int v, parse_int(key, value));
+    if (v == 0 && !allow_zero) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "--set " + std::string(key) + "=0: must be positive");
+    }
+    field = v;
+    return ok_status();
+  };
+  auto set_bool = [&](std::optional<bool>& field) -> Status {
+    GRPO_TRY(bool v, parse_bool(key, value));
+    field = v;
+    return ok_status();
+  };
+  if (key == "tp") return set_int(c.tp, false);
+  if (key == "pp") return set_int(c.pp, false);
+  if (key == "cp") return set_int(c.cp, false);
+  if (key == "dp") return set_int(c.dp, false);
+  if (key == "ep") return set_int(c.ep, false);
+  if (key == "etp") return set_int(c.etp, false);
+  if (key == "micro_batch") return set_int(c.micro_batch, false);
+  if (key == "rollout_tp") return set_int(c.rollout_tp, false);
+  if (key == "ref_tp") return set_int(c.ref_tp, false);
+  if (key == "first_stage_layers") return set_int(c.first_stage_layers, false);
+  if (key == "last_stage_layers") return set_int(c.last_stage_layers, false);
+  if (key == "param_offload") return set_bool(c.param_offload);
+  if (key == "grad_offload") return set_bool(c.grad_offload);
+  if (key == "optimizer_offload") return set_bool(c.optimizer_offload);
+  if (key == "sequence_parallel") return set_bool(c.sequence_parallel);
+  if (key == "distributed_optimizer") return set_bool(c.distributed_optimizer);
+  if (key == "recompute") {
+    if (value == "none" || value == "full") {
+      c.recompute = value == "full" ? Recompute::kFull : Recompute::kNone;
+      return ok_status();
+    }
+    return make_error(ErrorKind::kInvalidValue,
+                      "--set recompute=" + std::string(value) + ": expected none or full");
+  }
+  return make_error(ErrorKind::kUnknownKey, "--set " + std::string(key) + ": not a layout key");
+}
+
+std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile& c,
+                                       const WorkloadSpec& w, const Layout& l) {
+  std::vector<Diagnostic> out;
+  const ParallelDims& d = l.dims;
+  const int world = c.world_size();
+  const int gpn = c.gpus_per_node;
+  auto add = [&](DiagCode code, std::string setting, std::string msg, std::string hint) {
+    out.push_back(make_diag(code, std::move(setting), std::move(msg), std::move(hint)));
+  };
+
+  // World size: Megatron-Core initialize_model_parallel requires world % (tp*pp*cp) == 0.
+  if (d.tp < 1 || d.pp < 1 || d.cp < 1 || d.dp < 1 || d.ep < 1 || d.etp < 1) {
+    add(DiagCode::kInvalidSetting, "tp", "parallel sizes must be positive", "use sizes >= 1");
+    return out;
+  }
+  if (world % d.model_parallel() != 0) {
+    add(DiagCode::kWorldSizeMismatch, "tp",
+        "world size " + num(world) + " is not divisible by TP x PP x CP = " + num(d.tp) + " x " +
+            num(d.pp) + " x " + num(d.cp),
+        "choose TP, PP and CP whose product divides " + num(world));
+  } else if (d.world_size() != world) {
+    add(DiagCode::kWorldSizeMismatch, "dp",
+        "TP x PP x CP x DP = " + num(d.world_size()) + " but the cluster has " + num(c.nodes) +
+            " x " + num(gpn) + " = " + num(world) + " devices",
+        "set dp = " + num(world / d.model_parallel()) + " or leave it to the planner");
+  }
+  // TP inside a node: TP groups are the fastest-varying rank dimension.
+  if (gpn % d.tp != 0) {
+    add(DiagCode::kTpCrossesNode, "tp",
+        "TP = " + num(d.tp) + " does not divide the " + num(gpn) +
+            " devices per node, so a TP group would span nodes",
+        "use a TP that divides " + num(gpn));
+  }
+  // Heads: Megatron-Core asserts num_attention_heads % tp == 0 and num_query_groups % tp == 0.
+  if (m.num_attention_heads % d.tp != 0) {
+    add(DiagCode::kHeadsNotDivisible, "tp",
+        num(m.num_attention_heads) + " attention heads are not divisible by TP = " + num(d.tp),
+        "use a TP that divides " + num(m.num_attention_heads));
+  }
+  if (m.num_kv_heads % d.tp != 0) {
+    add(DiagCode::kKvHeadsNotDivisible, "tp",
+        num(m.num_kv_heads) + " KV heads (query groups) are not divisible by TP = " + num(d.tp),
+        "use a TP that divides " + num(m.num_kv_heads));
+  }
+  // Layers into stages (Megatron-Core: even split, or num_layers_in_first/last_pipeline_stage).
+  if (d.pp > m.num_layers) {
+    add(DiagCode::kLayersNotDivisible, "pp",
+        "PP = " + num(d.pp) + " exceeds the " + num(m.num_layers) + " layers",
+        "use PP <= " + num(m.num_layers));
+  } else if (d.pp > 1) {
+    const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
+    if (!uneven && m.num_layers % d.pp != 0) {
+      const auto split = uneven_split(static_cast<int>(m.num_layers), d.pp);
+      std::string hint = "use a PP that divides " + num(m.num_layers);
+      if (split) {
+        hint += " or set first_stage_layers=" + num(split->first) +
+                " and last_stage_layers=" + num(split->second);
+      }
+      add(DiagCode::kLayersNotDivisible, "pp",
+          num(m.num_layers) + " layers are not divisible by PP = " + num(d.pp), hint);
+    } else if (uneven) {
+      const int first =
+          l.first_stage_layers > 0 ? l.first_stage_layers : static_cast<int>(m.num_layers) / d.pp;
+      const int last =
+          l.last_stage_layers > 0 ? l.last_stage_layers : static_cast<int>(m.num_layers) / d.pp;
+      const int rest = static_cast<int>(m.num_layers) - first - last;
+      const bool ok = d.pp == 2 ? rest == 0 : rest > 0 && rest % (d.pp - 2) == 0;
+      if (!ok) {
+        add(DiagCode::kLayersNotDivisible, "first_stage_layers",
+            "first/last stage layers " + num(first) + "/" + num(last) + " leave " + num(rest) +
+                " layers for " + num(d.pp - 2) + " middle stages of PP = " + num(d.pp),
+            "make the remaining layers divisible by PP - 2");
+      }
+    }
+  } else if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
+    add(DiagCode::kLayersNotDivisible, "first_stage_layers",
+        "first/last stage layer counts are set but PP = 1", "remove them or use PP > 1");
+  }
+  // Context parallel splits the sequence into 2*cp chunks (load balancing of causal attention).
+  if (d.cp > 1 && w.seq_length() % (2 * d.cp) != 0) {
+    add(DiagCode::kInvalidSetting, "cp",
+        "sequence length " + num(w.seq_length()) + " is not divisible by 2 x CP = " + num(2 * d.cp),
+        "pad the prompt/response lengths or use a CP dividing half the sequence");
+  }
+  // Experts (Megatron-Core: num_moe_experts % ep == 0; world % (etp*ep*pp) == 0).
+  if (m.is_moe()) {
+    if (m.num_experts % d.ep != 0) {
+      add(DiagCode::kExpertsNotDivisible, "ep",
+          num(m.num_experts) + " experts are not divisible by EP = " + num(d.ep),
+          "use an EP that divides " + num(m.num_experts));
+    }
+    if (world % (d.etp * d.ep * d.pp) != 0) {
+      add(DiagCode::kExpertsNotDivisible, "ep",
+          "EP x ETP x PP = " + num(d.ep) + " x " + num(d.etp) + " x " + num(d.pp) +
+              " does not divide the world size " + num(world),
+          "choose EP and ETP with EP x ETP dividing " + num(world / std::max(1, d.pp)));
+    }
+    if (gpn % d.etp != 0) {
+      add(DiagCode::kTpCrossesNode, "etp",
+          "ETP = " + num(d.etp) + " does not divide the " + num(gpn) + " devices per node",
+          "use an ETP that divides " + num(gpn));
+    }
+    if (m.moe_ffn_hidden_size % d.etp != 0) {
+      add(DiagCode::kInvalidSetting, "etp",
+          "expert FFN size " + num(m.moe_ffn_hidden_size) +
+              " is not divisible by ETP = " + num(d.etp),
+          "use an ETP that divides " + num(m.moe_ffn_hidden_size));
+    }
+  } else if (d.ep > 1 || d.etp > 1) {
+    add(DiagCode::kExpertsNotDivisible, "ep", m.name + " is a dense model: EP and ETP must be 1",
+        "remove ep/etp");
+  }
+  if (l.sequence_parallel && d.tp == 1) {
+    add(DiagCode::kInvalidSetting, "sequence_parallel",
+        "sequence parallelism needs TP > 1 (Megatron-Core disables it at TP = 1)",
+        "turn sequence_parallel off or raise TP");
+  }
+  if (l.ref_tp > 0 && l.ref_tp != d.tp) {
+    add(DiagCode::kTpMismatch, "ref_tp",
+        "reference TP = " + num(l.ref_tp) + " differs from actor TP = " + num(d.tp),
+        "set the reference's tensor_model_parallel_size to " + num(d.tp));
+  }
+  // Rollout (vLLM): heads % tp == 0; KV heads divisible, or replicated when tp > kv heads.
+  const int rtp = l.rollout_tp;
+  if (rtp < 1 || world % rtp != 0) {
+    add(DiagCode::kWorldSizeMismatch, "rollout_tp",
+        "rollout TP = " + num(rtp) + " does not divide the world size " + num(world),
+        "use a rollout TP dividing " + num(world));
+  } else {
+    if (gpn % rtp != 0) {
+      add(DiagCode::kTpCrossesNode, "rollout_tp",
+          "rollout TP = " + num(rtp) + " does not divide the " + num(gpn) + " devices per node",
+          "use a rollout TP that divides " + num(gpn));
+    }
+    if (m.num_attention_heads % rtp != 0) {
+      add(DiagCode::kHeadsNotDivisible, "rollout_tp",
+          num(m.num_attention_heads) +
+              " attention heads are not divisible by rollout TP = " + num(rtp),
+          "use a rollout TP that divides " + num(m.num_attention_heads));
+    }
+    const bool kv_ok =
+        rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
+    if (!kv_ok) {
+      add(DiagCode::kKvHeadsNotDivisible, "rollout_tp",
+          num(m.num_kv_heads) +
+              " KV heads can be neither split nor replicated evenly over rollout TP = " + num(rtp),
+          "use a rollout TP that divides or is a multiple of " + num(m.num_kv_heads));
+    }
+    const std::int64_t replicas = world / rtp;
+    if (w.responses_per_step() % replicas != 0) {
+      add(DiagCode::kBatchNotDivisible, "rollout_tp",
+          num(w.responses_per_step()) + " responses per step do not split evenly over " +
+              num(replicas) + " rollout replicas",
+          "make train_batch_size x rollout.n divisible by world size / rollout TP");
+    }
+  }
+  // Batches: groups never split across DP ranks; mini batches and micro batches divide.
+  if (d.dp >= 1 && d.world_size() == world) {
+    if (w.train_batch_size % w.ppo_mini_batch_size != 0) {
+      add(DiagCode::kBatchNotDivisible, "ppo_mini_batch_size",
+          "train_batch_size " + num(w.train_batch_size) +
+              " is not divisible by ppo_mini_batch_size " + num(w.ppo_mini_batch_size),
+          "use a mini batch size dividing " + num(w.train_batch_size));
+    }
+    if (w.train_batch_size % d.dp != 0 || w.ppo_mini_batch_size % d.dp != 0) {
+      const bool whole = w.train_batch_size % d.dp != 0;
+      add(DiagCode::kGroupSplit, whole ? "train_batch_size" : "ppo_mini_batch_size",
+          (whole ? "train_batch_size " + num(w.train_batch_size)
+                 : "ppo_mini_batch_size " + num(w.ppo_mini_batch_size)) +
+              " prompts do not divide over DP = " + num(d.dp) +
+              " ranks, so a group of rollout.n = " + num(w.rollout_n) +
+              " responses would be split across ranks",
+          "use prompt batch sizes divisible by DP = " + num(d.dp));
+    } else {
+      const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / d.dp;
+      if (l.micro_batch < 1 || per_rank % l.micro_batch != 0) {
+        add(DiagCode::kBatchNotDivisible, "micro_batch",
+            num(per_rank) + " responses per rank per mini batch are not divisible by micro batch " +
+                num(l.micro_batch),
+            "use a micro batch dividing " + num(per_rank));
+      }
+    }
+  }
+  // Precision.
+  if (w.dtype == Dtype::kBf16 && !c.device.bf16) {
+    add(DiagCode::kDtypeConflict, "grpo.dtype",
+        "bf16 requested but " + c.device.kind + " has no bf16 support",
+        "use grpo.dtype=fp16 (with loss scaling) or fp32");
+  }
+  return out;
+}
+
+}  // namespace grpo::core

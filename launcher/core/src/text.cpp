@@ -1,0 +1,62 @@
+#include "grpo/core/text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace grpo::core {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1);
+  std::vector<std::size_t> cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates) {
+  const std::size_t limit = std::max<std::size_t>(2, word.size() / 4);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  auto m = closest_match(word, candidates);
+  return m ? " (did you mean '" + *m + "'?)" : std::string{};
+}
+
+std::string format_fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string format_gib(double bytes) {
+  return format_fixed(bytes / kGiB, 1) + " GiB";
+}
+
+std::string format_count(double n) {
+  const double a = std::fabs(n);
+  if (a >= 1e9) return format_fixed(n / 1e9, a >= 1e11 ? 0 : 1) + "B";
+  if (a >= 1e6) return format_fixed(n / 1e6, a >= 1e8 ? 0 : 1) + "M";
+  if (a >= 1e3) return format_fixed(n / 1e3, 1) + "K";
+  return format_fixed(n, 0);
+}
+
+}  // namespace grpo::core

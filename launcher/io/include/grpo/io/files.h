@@ -1,0 +1,31 @@
+// Filesystem helpers with the project's error vocabulary. Writes are atomic: a reader sees the
+// old file or the new one, never a half-written one.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grpo/core/result.h"
+
+namespace grpo::io {
+
+// Reads a whole file (refuses files over `max_bytes`). Errors: kNotFound, kIo.
+core::Result<std::string> read_file(const std::filesystem::path& path,
+                                    std::size_t max_bytes = 16u << 20);
+
+// Writes `content` to a temporary file in the same directory, fsyncs it, renames it over `path`
+// and fsyncs the directory. `mode` is applied before the rename. Errors: kIo.
+core::Status write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                               unsigned mode = 0644);
+
+// Creates directory `path` (mode 0700) holding `files` (name -> content) all at once: the files
+// are written into a temporary sibling directory, fsync'd, and the directory is renamed into
+// place. Fails with kIo if `path` exists. `executable` names files to mark 0700.
+core::Status create_dir_atomic(const std::filesystem::path& path,
+                               const std::map<std::string, std::string>& files,
+                               const std::vector<std::string>& executable = {});
+
+}  // namespace grpo::io

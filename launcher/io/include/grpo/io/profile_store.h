@@ -1,0 +1,50 @@
+// Finds cluster profiles and model specs on disk. The search path, first match wins:
+//   1. --profile-dir DIR flags, in the order given
+//   2. $GRPO_LAUNCH_PROFILE_PATH, colon-separated directories
+//   3. the per-user directory $XDG_CONFIG_HOME/grpo-launch/profiles (~/.config/... by default)
+//   4. the installed profiles, <prefix>/share/grpo-launch/profiles (found next to the executable)
+//   5. the source tree's profiles/ (for binaries run from the build tree)
+// Each directory holds clusters/<name>.toml and models/<name>.toml. See docs/profile-format.md.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/catalog.h"
+
+namespace grpo::io {
+
+struct SearchPathInputs {
+  std::vector<std::string> profile_dirs;       // --profile-dir
+  std::optional<std::string> env_path;         // $GRPO_LAUNCH_PROFILE_PATH
+  std::optional<std::string> xdg_config_home;  // $XDG_CONFIG_HOME
+  std::optional<std::string> home;             // $HOME
+  std::filesystem::path executable_dir;        // where the running binary lives (may be empty)
+};
+
+// Reads the environment variables above and the executable's directory.
+SearchPathInputs search_inputs_from_environment(std::vector<std::string> profile_dirs);
+
+// The ordered list of directories (existing or not) for these inputs.
+std::vector<std::filesystem::path> profile_search_path(const SearchPathInputs& inputs);
+
+class DirectorySourceProvider final : public core::SourceProvider {
+ public:
+  explicit DirectorySourceProvider(std::vector<std::filesystem::path> search_path);
+  core::Result<core::SourceFile> find(core::CatalogKind kind, std::string_view name) const override;
+  std::vector<std::string> names(core::CatalogKind kind) const override;
+  const std::vector<std::filesystem::path>& search_path() const { return search_path_; }
+  // Where `name` would be loaded from (nullopt when not found).
+  std::optional<std::filesystem::path> locate(core::CatalogKind kind, std::string_view name) const;
+
+ private:
+  std::vector<std::filesystem::path> search_path_;
+};
+
+// The directory of templates/ (same search order: installed, then the source tree).
+std::vector<std::filesystem::path> template_search_path(
+    const std::filesystem::path& executable_dir);
+
+}  // namespace grpo::io

@@ -1,0 +1,136 @@
+#include "grpo/io/profile_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "grpo/core/text.h"
+#include "grpo/io/files.h"
+
+namespace grpo::io {
+namespace fs = std::filesystem;
+using core::CatalogKind;
+
+namespace {
+
+std::optional<std::string> getenv_opt(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+const char* subdir(CatalogKind kind) {
+  return kind == CatalogKind::kCluster ? "clusters" : "models";
+}
+
+bool looks_like_path(std::string_view name) {
+  return name.find('/') != std::string_view::npos ||
+         (name.size() > 5 && name.substr(name.size() - 5) == ".toml");
+}
+
+}  // namespace
+
+SearchPathInputs search_inputs_from_environment(std::vector<std::string> profile_dirs) {
+  SearchPathInputs in;
+  in.profile_dirs = std::move(profile_dirs);
+  in.env_path = getenv_opt("GRPO_LAUNCH_PROFILE_PATH");
+  in.xdg_config_home = getenv_opt("XDG_CONFIG_HOME");
+  in.home = getenv_opt("HOME");
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) in.executable_dir = exe.parent_path();
+  return in;
+}
+
+std::vector<fs::path> profile_search_path(const SearchPathInputs& in) {
+  std::vector<fs::path> out;
+  for (const auto& d : in.profile_dirs) out.emplace_back(d);
+  if (in.env_path) {
+    std::string_view rest = *in.env_path;
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      const std::string_view part = rest.substr(0, colon);
+      if (!part.empty()) out.emplace_back(std::string(part));
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  if (in.xdg_config_home) {
+    out.push_back(fs::path(*in.xdg_config_home) / "grpo-launch" / "profiles");
+  } else if (in.home) {
+    out.push_back(fs::path(*in.home) / ".config" / "grpo-launch" / "profiles");
+  }
+  if (!in.executable_dir.empty()) {
+    out.push_back(in.executable_dir.parent_path() / "share" / "grpo-launch" / "profiles");
+  }
+  out.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "profiles");
+  return out;
+}
+
+std::vector<fs::path> template_search_path(const fs::path& executable_dir) {
+  std::vector<fs::path> out;
+  if (!executable_dir.empty())
+    out.push_back(executable_dir.parent_path() / "share" / "grpo-launch" / "templates");
+  out.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "templates");
+  return out;
+}
+
+DirectorySourceProvider::DirectorySourceProvider(std::vector<fs::path> search_path)
+    : search_path_(std::move(search_path)) {}
+
+std::optional<fs::path> DirectorySourceProvider::locate(CatalogKind kind,
+                                                        std::string_view name) const {
+  std::error_code ec;
+  if (looks_like_path(name)) {
+    fs::path p{std::string(name)};
+    if (fs::is_regular_file(p, ec)) return p;
+    return std::nullopt;
+  }
+  for (const auto& dir : search_path_) {
+    const fs::path p = dir / subdir(kind) / (std::string(name) + ".toml");
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  return std::nullopt;
+}
+
+core::Result<core::SourceFile> DirectorySourceProvider::find(CatalogKind kind,
+                                                             std::string_view name) const {
+  if (name.empty()) {
+    return core::make_error(core::ErrorKind::kNotFound,
+                            "empty " + std::string(core::to_string(kind)) + " name");
+  }
+  const auto path = locate(kind, name);
+  if (!path) {
+    if (looks_like_path(name)) {
+      return core::make_error(
+          core::ErrorKind::kNotFound,
+          "no such " + std::string(core::to_string(kind)) + " file: " + std::string(name));
+    }
+    std::string searched;
+    for (const auto& d : search_path_)
+      searched += (searched.empty() ? "" : ", ") + (d / subdir(kind)).string();
+    return core::make_error(core::ErrorKind::kNotFound,
+                            "unknown " + std::string(core::to_string(kind)) + " '" +
+                                std::string(name) + "'" + core::did_you_mean(name, names(kind)) +
+                                "; searched " + searched);
+  }
+  GRPO_TRY(std::string text, read_file(*path, 1u << 20));
+  return core::SourceFile{path->string(), std::move(text)};
+}
+
+std::vector<std::string> DirectorySourceProvider::names(CatalogKind kind) const {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& dir : search_path_) {
+    const fs::path d = dir / subdir(kind);
+    if (!fs::is_directory(d, ec)) continue;
+    for (const auto& entry : fs::directory_iterator(d, ec)) {
+      if (entry.path().extension() == ".toml") out.insert(entry.path().stem().string());
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace grpo::io
