@@ -9,8 +9,9 @@ namespace {
 constexpr double kGB = 1e9;
 constexpr double kDpExposed = 0.5;  // overlap_grad_reduce hides about half of DP traffic
 constexpr double kCollectiveLatency = 10e-6;
-constexpr double kDecodeMfu = 0.5;       // share of the achievable fraction decode reaches
-constexpr double kGemmHalfTokens = 256;  // rows at which a GEMM reaches half its peak rate
+constexpr double kDecodeMfu = 0.5;          // share of the achievable fraction decode reaches
+constexpr double kCpuAdamParamsPerS = 1e9;  // host Adam updates per second per device
+constexpr double kGemmHalfTokens = 256;     // rows at which a GEMM reaches half its peak rate
 
 double peak_flops(const ClusterProfile& c, Dtype d) {
   switch (d) {
@@ -44,6 +45,48 @@ double ring_time(double bytes, int members, double bandwidth) {
 }
 
 }  // namespace
+
+double estimate_rollout_seconds(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
+                                const RolloutMemory& r) {
+  // Prefill is compute-bound; each decode step reads the engine's weights (only the experts the
+  // running batch touches) and the KV cache, or is compute-bound when the batch is large.
+  const ParamCounts counts = count_params(m);
+  const double world = c.world_size();
+  const double achievable = peak_flops(c, w.dtype) * w.achievable_mfu;
+  const double wb = w.dtype == Dtype::kFp32 ? 4.0 : 2.0;
+  const double h = static_cast<double>(m.hidden_size);
+  const double layers = static_cast<double>(m.num_layers);
+  const double seq = static_cast<double>(w.seq_length());
+  const double responses = static_cast<double>(w.responses_per_step());
+  const double active = static_cast<double>(counts.active(m) - counts.embedding - counts.vision);
+  const double rtp = r.rollout_tp;
+  const double replicas = world / rtp;
+  const double seqs = std::ceil(responses / replicas);
+  const double kv_fit =
+      r.kv_bytes_per_token > 0 ? std::floor(r.kv_capacity / (seq * r.kv_bytes_per_token)) : seqs;
+  const double batch = std::max(1.0, std::min({seqs, static_cast<double>(w.max_num_seqs), kv_fit}));
+  const double waves = std::ceil(seqs / batch);
+  const double prompt = static_cast<double>(w.max_prompt_length);
+  const double response = static_cast<double>(w.max_response_length);
+  const double prefill_s = 2.0 * active * responses * prompt / (world * achievable);
+  double weight_bytes = r.weights;
+  if (m.is_moe()) {
+    const double touched = std::min(
+        1.0, batch * static_cast<double>(m.experts_per_token) / static_cast<double>(m.num_experts));
+    const double expert_bytes = wb * static_cast<double>(counts.routed_experts) / rtp;
+    weight_bytes = weight_bytes - expert_bytes + expert_bytes * touched;
+  }
+  const double kv_read = batch * (prompt + response / 2.0) * r.kv_bytes_per_token;
+  const double hbm = c.device.memory_bandwidth_gbps * kGB;
+  const double memory_bound = (weight_bytes + kv_read) / hbm;
+  const double compute_bound = 2.0 * active / rtp * batch / (achievable * kDecodeMfu);
+  double step = std::max(memory_bound, compute_bound);
+  if (rtp > 1) {
+    step += 2.0 * layers *
+            (kCollectiveLatency + 2.0 * batch * h * wb / (c.network.intra_node_gbps * kGB));
+  }
+  return prefill_s + waves * response * step;
+}
 
 CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
                            const Layout& l, const MemoryEstimate& mem) {
@@ -153,40 +196,12 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
     if (l.offload.params) e.offload_s += 2.0 * wb * params * (w.use_kl_loss ? 2.0 : 1.0) / host;
     if (l.offload.grads) e.offload_s += 2.0 * 4.0 * params / host;
     if (l.offload.optimizer) e.offload_s += 2.0 * opt_bytes / host;
-  }
-  // Rollout: prefill is compute-bound; each decode step reads the engine's weights (the experts
-  // the running batch touches) and the KV cache, or is compute-bound when the batch is large.
-  {
-    const double rtp = l.rollout_tp;
-    const double replicas = world / rtp;
-    const double seqs = std::ceil(responses / replicas);
-    const double kv_fit = mem.kv_bytes_per_token > 0
-                              ? std::floor(mem.kv_capacity / (seq * mem.kv_bytes_per_token))
-                              : seqs;
-    const double batch =
-        std::max(1.0, std::min({seqs, static_cast<double>(w.max_num_seqs), kv_fit}));
-    const double waves = std::ceil(seqs / batch);
-    const double prompt = static_cast<double>(w.max_prompt_length);
-    const double response = static_cast<double>(w.max_response_length);
-    const double prefill_s = 2.0 * active * responses * prompt / (world * achievable);
-    double weight_bytes = mem.rollout_weights;
-    if (m.is_moe()) {
-      const double touched = std::min(1.0, batch * static_cast<double>(m.experts_per_token) /
-                                               static_cast<double>(m.num_experts));
-      const double expert_bytes = wb * static_cast<double>(counts.routed_experts) / rtp;
-      weight_bytes = weight_bytes - expert_bytes + expert_bytes * touched;
+    if (l.offload.cpu_optimizer) {
+      // Per optimizer step: fp32 gradients down, bf16 weights up, Adam on the host.
+      e.offload_s += ((4.0 + wb) * params / host + params / kCpuAdamParamsPerS) * optimizer_steps;
     }
-    const double kv_read = batch * (prompt + response / 2.0) * mem.kv_bytes_per_token;
-    const double hbm = c.device.memory_bandwidth_gbps * kGB;
-    const double memory_bound = (weight_bytes + kv_read) / hbm;
-    const double compute_bound = 2.0 * active / rtp * batch / (achievable * kDecodeMfu);
-    double step = std::max(memory_bound, compute_bound);
-    if (rtp > 1) {
-      step += 2.0 * layers *
-              (kCollectiveLatency + 2.0 * batch * h * wb / (c.network.intra_node_gbps * kGB));
-    }
-    e.rollout_s = prefill_s + waves * response * step;
   }
+  e.rollout_s = estimate_rollout_seconds(m, c, w, mem.engine);
 
   e.step_s = e.rollout_s + e.logprob_s + e.compute_s + e.bubble_s + e.tp_comm_s + e.ep_comm_s +
              e.dp_comm_s + e.pp_comm_s + e.offload_s;

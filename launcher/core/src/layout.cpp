@@ -40,6 +40,7 @@ std::string to_string(const Offload& o) {
   if (o.params) s += "params";
   if (o.grads) s += std::string(s.empty() ? "" : "+") + "grads";
   if (o.optimizer) s += std::string(s.empty() ? "" : "+") + "optimizer";
+  if (o.cpu_optimizer) s += std::string(s.empty() ? "" : "+") + "cpu-optimizer";
   return s.empty() ? "none" : s;
 }
 
@@ -76,7 +77,8 @@ std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout) {
 bool LayoutConstraints::any() const {
   return tp || pp || cp || dp || ep || etp || micro_batch || rollout_tp || ref_tp ||
          first_stage_layers || last_stage_layers || param_offload || grad_offload ||
-         optimizer_offload || sequence_parallel || distributed_optimizer || recompute;
+         optimizer_offload || cpu_optimizer || sequence_parallel || distributed_optimizer ||
+         recompute;
 }
 
 const std::vector<std::string>& layout_keys() {
@@ -94,6 +96,7 @@ const std::vector<std::string>& layout_keys() {
                                                 "param_offload",
                                                 "grad_offload",
                                                 "optimizer_offload",
+                                                "cpu_optimizer",
                                                 "sequence_parallel",
                                                 "distributed_optimizer",
                                                 "recompute"};
@@ -134,6 +137,7 @@ Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::str
   if (key == "param_offload") return set_bool(c.param_offload);
   if (key == "grad_offload") return set_bool(c.grad_offload);
   if (key == "optimizer_offload") return set_bool(c.optimizer_offload);
+  if (key == "cpu_optimizer") return set_bool(c.cpu_optimizer);
   if (key == "sequence_parallel") return set_bool(c.sequence_parallel);
   if (key == "distributed_optimizer") return set_bool(c.distributed_optimizer);
   if (key == "recompute") {

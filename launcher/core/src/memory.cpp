@@ -137,6 +137,42 @@ ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
   return worst;
 }
 
+RolloutMemory estimate_rollout_memory(const ModelSpec& m, const ClusterProfile& c,
+                                      const WorkloadSpec& w, int rollout_tp) {
+  RolloutMemory r;
+  r.rollout_tp = rollout_tp;
+  const double wb = weight_bytes(w.dtype);
+  const double device_bytes = c.device.memory_gib * kGiB;
+  const ParamCounts counts = count_params(m);
+  const double rtp = rollout_tp;
+  r.weights = wb * static_cast<double>(counts.total()) / rtp;
+  r.budget = device_bytes * w.gpu_memory_utilization;
+  // KV heads are split over rollout TP, or replicated (one per device) when TP exceeds them.
+  const double kv_heads = std::ceil(static_cast<double>(m.num_kv_heads) / rtp);
+  r.kv_bytes_per_token =
+      2.0 * static_cast<double>(m.num_layers) * kv_heads * static_cast<double>(m.head_dim) * wb;
+  const double replicas = static_cast<double>(c.world_size()) / rtp;
+  const double seqs = std::ceil(static_cast<double>(w.responses_per_step()) / replicas);
+  r.concurrent_seqs =
+      static_cast<std::int64_t>(std::min(seqs, static_cast<double>(w.max_num_seqs)));
+  const double seq_len = static_cast<double>(w.seq_length());
+  r.kv_needed = static_cast<double>(r.concurrent_seqs) * seq_len * r.kv_bytes_per_token;
+  // Profiling workspace: one forward of 8192 batched tokens plus full-vocabulary fp32 logits
+  // for the running sequences.
+  const double ffn_eff =
+      m.is_moe() ? static_cast<double>(m.experts_per_token * m.moe_ffn_hidden_size +
+                                       m.num_shared_experts * m.shared_expert_ffn_hidden_size)
+                 : static_cast<double>(m.ffn_hidden_size);
+  r.workspace = 8192.0 * (6.0 * static_cast<double>(m.hidden_size) + 3.0 * ffn_eff / rtp) * wb +
+                static_cast<double>(std::min<std::int64_t>(r.concurrent_seqs, 8192)) *
+                    static_cast<double>(m.vocab_size) * 4.0;
+  r.kv_capacity = std::max(0.0, r.budget - r.weights - r.workspace);
+  const double needed = r.weights + r.workspace + seq_len * r.kv_bytes_per_token;
+  r.weights_fit = needed <= r.budget;
+  r.utilization_needed = device_bytes > 0 ? needed / device_bytes : 0;
+  return r;
+}
+
 MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
                                const Layout& l) {
   MemoryEstimate est;
@@ -154,7 +190,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   const double edp = std::max(1.0, world / (static_cast<double>(d.etp) * d.ep * d.pp));
   const double weights = wb * p.total();
   const double grads = kGradBytes * p.total();
-  const double opt = l.distributed_optimizer
+  const double opt = l.offload.cpu_optimizer ? 0.0
+                     : l.distributed_optimizer
                          ? optimizer_bytes(w.dtype) * (p.non_expert / dp_shards + p.expert / edp)
                          : optimizer_bytes(w.dtype) * p.total();
   const double ref_weights = w.use_kl_loss ? weights : 0.0;
@@ -203,6 +240,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   // verl's offload moves state off the device between phases, not within one: the actor's
   // weights and gradients are on the device for its update; the optimizer states come back only
   // for the optimizer step; an offloaded reference stays on the host while the actor trains.
+  // Megatron-Core's CPU optimizer keeps the states (and fp32 master weights) on the host.
   est.training.items = {
       {"actor weights", weights},
       {"actor gradients", grads},
@@ -220,34 +258,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       {"runtime overhead", overhead},
   };
 
-  // --- Rollout (vLLM-style engine at rollout TP, colocated with the resident actor state).
-  const ParamCounts counts = count_params(m);
-  const double rtp = l.rollout_tp;
-  est.rollout_weights = wb * static_cast<double>(counts.total()) / rtp;
-  est.rollout_budget = device_bytes * w.gpu_memory_utilization;
-  const double kv_heads = std::ceil(static_cast<double>(m.num_kv_heads) / rtp);
-  est.kv_bytes_per_token =
-      2.0 * static_cast<double>(m.num_layers) * kv_heads * static_cast<double>(m.head_dim) * wb;
-  const double replicas = world / rtp;
-  const double seqs = std::ceil(static_cast<double>(w.responses_per_step()) / replicas);
-  est.concurrent_seqs =
-      static_cast<std::int64_t>(std::min(seqs, static_cast<double>(w.max_num_seqs)));
-  const double seq_len = static_cast<double>(w.seq_length());
-  est.kv_needed = static_cast<double>(est.concurrent_seqs) * seq_len * est.kv_bytes_per_token;
-  // Profiling workspace: one forward of 8192 batched tokens plus full-vocabulary fp32 logits
-  // for the running sequences.
-  const double ffn_eff =
-      m.is_moe() ? static_cast<double>(m.experts_per_token * m.moe_ffn_hidden_size +
-                                       m.num_shared_experts * m.shared_expert_ffn_hidden_size)
-                 : static_cast<double>(m.ffn_hidden_size);
-  const double workspace =
-      8192.0 * (6.0 * static_cast<double>(m.hidden_size) + 3.0 * ffn_eff / rtp) * wb +
-      static_cast<double>(std::min<std::int64_t>(est.concurrent_seqs, 8192)) *
-          static_cast<double>(m.vocab_size) * 4.0;
-  est.kv_capacity = std::max(0.0, est.rollout_budget - est.rollout_weights - workspace);
-  est.rollout_weights_fit =
-      est.rollout_weights + workspace + seq_len * est.kv_bytes_per_token <= est.rollout_budget;
-
+  // --- Rollout: the engine's allocation on top of the actor state that stays resident.
+  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp);
+  const RolloutMemory& r = est.engine;
   est.rollout.phase = "rollout";
   est.rollout.capacity = capacity;
   est.rollout.items = {
@@ -255,9 +268,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       {"actor gradients", l.offload.grads ? 0.0 : grads},
       {"actor optimizer states", l.offload.optimizer ? 0.0 : opt},
       {"reference weights", l.offload.params ? 0.0 : ref_weights},
-      {"rollout weights", est.rollout_weights},
-      {"rollout workspace", workspace},
-      {"KV cache", est.kv_capacity},
+      {"rollout weights", r.weights},
+      {"rollout workspace", r.workspace},
+      {"KV cache", r.kv_capacity},
       {"runtime overhead", overhead},
   };
   return est;

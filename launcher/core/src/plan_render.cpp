@@ -69,8 +69,9 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
     std::string line = "  " + pad(row, 28) + lpad(cell(m.training, row), 9) +
                        lpad(cell(m.optimizer_step, row), 10) + lpad(cell(m.rollout, row), 10);
     if (row == "KV cache") {
-      line += "   needs " + gib(m.kv_needed) + " for " + std::to_string(m.concurrent_seqs) +
-              " sequences of " + std::to_string(w.seq_length()) + " tokens";
+      line += "   needs " + gib(m.engine.kv_needed) + " for " +
+              std::to_string(m.engine.concurrent_seqs) + " sequences of " +
+              std::to_string(w.seq_length()) + " tokens";
     }
     out += line + "\n";
   }
@@ -154,7 +155,7 @@ std::string render_summary(const Plan& plan) {
     out += pad("Rollout (vLLM)", 25) + "TP=" + std::to_string(l.rollout_tp) + ", " +
            std::to_string(c.world_size() / l.rollout_tp) + " replicas, gpu_memory_utilization " +
            format_fixed(w.gpu_memory_utilization, 2) + ", " +
-           std::to_string(b.memory.concurrent_seqs) + " concurrent sequences per replica\n";
+           std::to_string(b.memory.engine.concurrent_seqs) + " concurrent sequences per replica\n";
     out += pad("Communication", 25) + communication_pattern(plan) + "\n\n";
     render_memory(out, b, w);
     const CostEstimate& e = b.cost;
@@ -260,7 +261,8 @@ nlohmann::json layout_to_json(const Layout& l) {
           {"offload",
            {{"params", l.offload.params},
             {"grads", l.offload.grads},
-            {"optimizer", l.offload.optimizer}}},
+            {"optimizer", l.offload.optimizer},
+            {"cpu_optimizer", l.offload.cpu_optimizer}}},
           {"first_stage_layers", l.first_stage_layers},
           {"last_stage_layers", l.last_stage_layers}};
 }
@@ -298,11 +300,11 @@ nlohmann::json candidate_json(const Candidate& c) {
            {{"training", phase_json(m.training)},
             {"optimizer_step", phase_json(m.optimizer_step)},
             {"rollout", phase_json(m.rollout)},
-            {"rollout_budget_gib", m.rollout_budget / kGiB},
-            {"rollout_weights_fit", m.rollout_weights_fit},
-            {"kv_needed_gib", m.kv_needed / kGiB},
-            {"kv_capacity_gib", m.kv_capacity / kGiB},
-            {"concurrent_seqs", m.concurrent_seqs},
+            {"rollout_budget_gib", m.engine.budget / kGiB},
+            {"rollout_weights_fit", m.engine.weights_fit},
+            {"kv_needed_gib", m.engine.kv_needed / kGiB},
+            {"kv_capacity_gib", m.engine.kv_capacity / kGiB},
+            {"concurrent_seqs", m.engine.concurrent_seqs},
             {"params_per_device", m.actor.total()},
             {"fits", m.fits()}}},
           {"cost",

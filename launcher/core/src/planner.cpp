@@ -1,6 +1,7 @@
 #include "grpo/core/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -24,15 +25,6 @@ std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> all) {
   return all;
 }
 
-struct FamilyFailure {
-  bool any_fit = false;
-  bool have = false;
-  bool legal = false;  // the recorded failure is a memory failure of a legal layout
-  double overflow = std::numeric_limits<double>::infinity();  // bytes over capacity
-  Candidate closest;
-  Diagnostic legality;
-};
-
 std::string describe(const Layout& l) {
   const auto& d = l.dims;
   std::string s = "TP=" + std::to_string(d.tp) + " PP=" + std::to_string(d.pp);
@@ -44,47 +36,20 @@ std::string describe(const Layout& l) {
   return s;
 }
 
+// The actor-side phase that overflows most (the rollout engine's own fit is judged apart).
 std::string overflow_reason(const Candidate& c) {
-  const MemoryEstimate& m = c.memory;
-  if (!m.rollout_weights_fit) {
-    return "rollout weights " + format_gib(m.rollout_weights) +
-           " at rollout TP=" + std::to_string(c.layout.rollout_tp) +
-           " do not fit the rollout budget of " + format_gib(m.rollout_budget) +
-           " (gpu_memory_utilization)";
-  }
-  const PhaseMemory& p = m.worst();
+  const PhaseMemory& p = c.memory.worst();
   return p.phase + " phase needs " + format_gib(p.total()) + " of " + format_gib(p.capacity);
 }
 
 double overflow_bytes(const Candidate& c) {
   const PhaseMemory& worst = c.memory.worst();
-  double o = worst.total() - worst.capacity;
-  if (!c.memory.rollout_weights_fit) {
-    o = std::max(o, c.memory.rollout_weights - c.memory.rollout_budget + 1.0);
-  }
-  return o;
+  return worst.total() - worst.capacity;
 }
 
 bool better(const Candidate& a, const Candidate& b) {
   if (a.cost.step_s != b.cost.step_s) return a.cost.step_s < b.cost.step_s;
   return a.memory.training.total() < b.memory.training.total();
-}
-
-std::vector<Offload> offload_options(const LayoutConstraints& c) {
-  const std::vector<Offload> ladder = {
-      {false, false, false}, {false, false, true}, {false, true, true}, {true, true, true}};
-  std::vector<Offload> out;
-  for (const auto& o : ladder) {
-    if (c.param_offload && *c.param_offload != o.params) continue;
-    if (c.grad_offload && *c.grad_offload != o.grads) continue;
-    if (c.optimizer_offload && *c.optimizer_offload != o.optimizer) continue;
-    out.push_back(o);
-  }
-  if (out.empty()) {  // a combination off the ladder, fixed by the user
-    out.push_back({c.param_offload.value_or(false), c.grad_offload.value_or(false),
-                   c.optimizer_offload.value_or(false)});
-  }
-  return out;
 }
 
 }  // namespace
@@ -104,15 +69,19 @@ Status split_layout_overrides(const std::vector<Override>& all, LayoutConstraint
 std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
   const Layout& l = c.layout;
   const MemoryEstimate& m = c.memory;
-  if (!m.rollout_weights_fit) {
-    return "raise rollout TP (rollout.tensor_model_parallel_size) or gpu_memory_utilization";
-  }
-  if (m.rollout.total() > m.rollout.capacity &&
-      m.rollout.total() - m.rollout.capacity >= m.training.total() - m.training.capacity) {
-    if (!l.offload.optimizer)
-      return "enable optimizer offload (frees the resident optimizer during rollout)";
-    if (!l.offload.params) return "enable parameter offload or lower gpu_memory_utilization";
+  const PhaseMemory& worst = m.worst();
+  if (worst.phase == "rollout") {
+    if (!l.offload.optimizer && !l.offload.cpu_optimizer) {
+      return "enable optimizer offload (frees the resident optimizer states during rollout)";
+    }
+    if (!l.offload.grads) return "enable gradient offload";
+    if (!l.offload.params) return "enable parameter offload";
     return "lower rollout.gpu_memory_utilization";
+  }
+  if (worst.phase == "optimizer step") {
+    if (!l.offload.cpu_optimizer)
+      return "use the CPU optimizer (optimizer_cpu_offload) or more data-parallel ranks";
+    return "shard further: raise TP, PP or EP";
   }
   if (l.micro_batch > 1 && m.training.bytes("activations") > 0.2 * m.training.capacity) {
     return "halve the micro batch (ppo_micro_batch_size_per_gpu=" +
@@ -122,12 +91,118 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
       m.training.bytes("activations") > 0.1 * m.training.capacity) {
     return "enable full activation recompute";
   }
-  if (!l.offload.optimizer) return "enable optimizer offload";
-  if (!l.offload.grads) return "enable gradient offload";
-  if (!l.offload.params) return "enable parameter offload";
+  if (!l.offload.optimizer && !l.offload.cpu_optimizer) return "enable optimizer offload";
+  if (!l.offload.params && m.training.bytes("reference weights") > 0) {
+    return "enable parameter offload (keeps the reference model on the host while the actor "
+           "trains)";
+  }
   if (l.dims.tp * 2 <= cluster.gpus_per_node) return "raise TP to " + std::to_string(l.dims.tp * 2);
   return "use more nodes or devices with more memory";
 }
+
+namespace {
+
+struct FamilyFailure {
+  bool any_fit = false;
+  bool have = false;
+  bool legal = false;  // the recorded failure is a memory failure of a legal layout
+  double overflow = std::numeric_limits<double>::infinity();
+  Candidate closest;
+  Diagnostic legality;
+};
+
+struct Search {
+  const ModelSpec& m;
+  const ClusterProfile& c;
+  const WorkloadSpec& w;
+  const LayoutConstraints& k;
+  Plan& plan;
+  std::map<std::string, FamilyFailure> families;
+  std::vector<Candidate> fitting;
+  std::vector<Diagnostic> fewest_errors;
+  bool have_errors = false;
+  bool any_legal = false;
+  Candidate closest;
+  double closest_overflow = std::numeric_limits<double>::infinity();
+
+  std::vector<std::string> family_keys(const Layout& l) const {
+    std::vector<std::string> keys;
+    if (!k.tp) keys.push_back("TP=" + std::to_string(l.dims.tp));
+    if (!k.pp) keys.push_back("PP=" + std::to_string(l.dims.pp));
+    if (m.is_moe() && !k.ep) keys.push_back("EP=" + std::to_string(l.dims.ep));
+    return keys;
+  }
+
+  void note_illegal(const Layout& l, std::vector<Diagnostic> errors) {
+    for (const auto& key : family_keys(l)) {
+      FamilyFailure& f = families[key];
+      if (!f.have) {
+        f.have = true;
+        f.legality = errors.front();
+      }
+    }
+    if (!have_errors || errors.size() < fewest_errors.size()) {
+      fewest_errors = std::move(errors);
+      have_errors = true;
+    }
+  }
+
+  // The rollout engine's own fit is judged once for all layouts (step 1 of make_plan); here
+  // only the phases that depend on the actor layout count.
+  void note_candidate(const Candidate& cand) {
+    ++plan.stats.evaluated;
+    const MemoryEstimate& mem = cand.memory;
+    if (mem.rollout.fits() && mem.training.fits() && mem.optimizer_step.fits()) {
+      ++plan.stats.fitting;
+      for (const auto& key : family_keys(cand.layout)) families[key].any_fit = true;
+      fitting.push_back(cand);
+      return;
+    }
+    const double o = overflow_bytes(cand);
+    if (o < closest_overflow) {
+      closest_overflow = o;
+      closest = cand;
+    }
+    for (const auto& key : family_keys(cand.layout)) {
+      FamilyFailure& f = families[key];
+      if (!f.legal || o < f.overflow) {
+        f.have = f.legal = true;
+        f.overflow = o;
+        f.closest = cand;
+      }
+    }
+  }
+};
+
+// Every (offload) combination to try, cheapest first, within what the user fixed.
+std::vector<Offload> offload_ladder(const LayoutConstraints& c) {
+  const std::vector<Offload> ladder = {{false, false, false, false},
+                                       {false, false, true, false},
+                                       {false, true, true, false},
+                                       {true, true, true, false},
+                                       {true, true, false, true}};
+  std::vector<Offload> out;
+  for (const auto& o : ladder) {
+    if (c.param_offload && *c.param_offload != o.params) continue;
+    if (c.grad_offload && *c.grad_offload != o.grads) continue;
+    if (c.optimizer_offload && *c.optimizer_offload != o.optimizer) continue;
+    if (c.cpu_optimizer && *c.cpu_optimizer != o.cpu_optimizer) continue;
+    out.push_back(o);
+  }
+  if (out.empty()) {  // a combination off the ladder, fixed by the user
+    out.push_back({c.param_offload.value_or(false), c.grad_offload.value_or(false),
+                   c.optimizer_offload.value_or(false), c.cpu_optimizer.value_or(false)});
+  }
+  return out;
+}
+
+bool rollout_tp_legal(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w, int rtp) {
+  const bool kv_ok = rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
+  return c.gpus_per_node % rtp == 0 && m.num_attention_heads % rtp == 0 && kv_ok &&
+         w.responses_per_step() % (c.world_size() / rtp) == 0;
+}
+
+}  // namespace
 
 bool plan_ok(const Plan& plan) {
   return plan.feasible && !has_errors(plan.diagnostics);
@@ -139,17 +214,37 @@ Plan make_plan(const PlanRequest& req) {
   plan.cluster = req.cluster;
   plan.workload = req.cluster.grpo;
   plan.constraints = req.constraints;
-  const ModelSpec& m = req.model;
-  const ClusterProfile& c = req.cluster;
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
-  const LayoutConstraints& k = req.constraints;
+  const LayoutConstraints& k = plan.constraints;
   const int world = c.world_size();
   const int gpn = c.gpus_per_node;
+  Search search{m,  c,  w,     k,     plan, {},
+                {}, {}, false, false, {},   std::numeric_limits<double>::infinity()};
 
-  // Candidate values per dimension: the fixed value, or every plausible one (illegal ones
-  // included where they make a useful rejection line, e.g. TP larger than a node).
-  std::vector<int> tps;
-  for (int v : divisors(gpn, gpn)) tps.push_back(v);
+  // 1. The rollout engine: its TP does not interact with the actor layout (verl reshards the
+  //    weights between them), so pick the fastest legal rollout TP whose weights fit the budget.
+  std::vector<int> rtps = k.rollout_tp ? std::vector<int>{*k.rollout_tp} : divisors(gpn, gpn);
+  int rollout_tp = 0;
+  double rollout_s = std::numeric_limits<double>::infinity();
+  RolloutMemory largest;  // the largest legal rollout TP, for the message when none fits
+  for (int rtp : rtps) {
+    if (!k.rollout_tp && !rollout_tp_legal(m, c, w, rtp)) continue;
+    const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
+    if (rtp >= largest.rollout_tp) largest = r;
+    if (!r.weights_fit) continue;
+    const double t = estimate_rollout_seconds(m, c, w, r);
+    if (t < rollout_s) {
+      rollout_s = t;
+      rollout_tp = rtp;
+    }
+  }
+  const bool rollout_fits = rollout_tp > 0;
+  if (!rollout_fits) rollout_tp = std::max(1, largest.rollout_tp);
+
+  // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
+  std::vector<int> tps = divisors(gpn, gpn);
   if (2 * gpn <= m.num_attention_heads) tps.push_back(2 * gpn);
   tps = fixed_or(k.tp, tps);
   const std::vector<int> pps =
@@ -158,165 +253,61 @@ Plan make_plan(const PlanRequest& req) {
   const std::vector<int> eps = fixed_or(
       k.ep, m.is_moe() ? divisors(m.num_experts, std::min<std::int64_t>(m.num_experts, world))
                        : std::vector<int>{1});
-  const std::vector<int> mbs_all = {1, 2, 4, 8, 16};
-  const std::vector<int> mbs = fixed_or(k.micro_batch, mbs_all);
-  const std::vector<Offload> offloads = offload_options(k);
+  const std::vector<int> mbs = fixed_or(k.micro_batch, std::vector<int>{1, 2, 4, 8, 16});
+  const std::vector<Offload> offloads = offload_ladder(k);
   const std::vector<Recompute> recomputes =
       fixed_or(k.recompute, std::vector<Recompute>{Recompute::kNone, Recompute::kFull});
-
-  // Rollout TP is independent of the actor layout (see docs/parallelism.md): pick the legal one
-  // whose weights fit the engine's budget and whose rollout is fastest.
-  std::vector<int> rtps = fixed_or(k.rollout_tp, divisors(gpn, gpn));
-
-  std::map<std::string, FamilyFailure> families;
-  auto family_keys = [&](const Layout& l) {
-    std::vector<std::string> keys;
-    if (!k.tp) keys.push_back("TP=" + std::to_string(l.dims.tp));
-    if (!k.pp) keys.push_back("PP=" + std::to_string(l.dims.pp));
-    if (m.is_moe() && !k.ep) keys.push_back("EP=" + std::to_string(l.dims.ep));
-    return keys;
-  };
-  auto note_failure = [&](const Layout& l, const Candidate* cand, const Diagnostic* legality) {
-    for (const auto& key : family_keys(l)) {
-      FamilyFailure& f = families[key];
-      if (cand != nullptr) {
-        const double o = overflow_bytes(*cand);
-        if (!f.legal || o < f.overflow) {
-          f.have = f.legal = true;
-          f.overflow = o;
-          f.closest = *cand;
-        }
-      } else if (!f.have && legality != nullptr) {
-        f.have = true;
-        f.legality = *legality;
-      }
-    }
-  };
-  auto note_fit = [&](const Layout& l) {
-    for (const auto& key : family_keys(l)) families[key].any_fit = true;
-  };
-
-  std::vector<Candidate> fitting;
-  std::vector<Diagnostic> fewest_errors;
-  bool have_fewest = false;
-  bool any_legal = false;
-  Candidate closest;
-  double closest_overflow = std::numeric_limits<double>::infinity();
 
   for (int tp : tps) {
     for (int pp : pps) {
       for (int cp : cps) {
         for (int ep : eps) {
           std::vector<int> etps = {1};
-          if (m.is_moe() && tp > 1) etps.push_back(tp);
-          etps = fixed_or(k.etp, etps);
-          for (int etp : etps) {
-            {
-              Layout base;
-              base.dims = ParallelDims{tp, pp, cp, 1, ep, etp};
-              base.dims.dp =
-                  k.dp.value_or(world % (tp * pp * cp) == 0 ? world / (tp * pp * cp) : 1);
-              base.sequence_parallel = k.sequence_parallel.value_or(tp > 1);
-              base.distributed_optimizer = k.distributed_optimizer.value_or(true);
-              base.ref_tp = k.ref_tp.value_or(0);
-              base.first_stage_layers = k.first_stage_layers.value_or(0);
-              base.last_stage_layers = k.last_stage_layers.value_or(0);
-              if (!k.first_stage_layers && !k.last_stage_layers && pp > 1) {
-                const auto split = uneven_split(static_cast<int>(m.num_layers), pp);
-                if (split) {
-                  base.first_stage_layers = split->first;
-                  base.last_stage_layers = split->second;
-                }
+          if (m.is_moe() && tp > 1 && m.moe_ffn_hidden_size % tp == 0) etps.push_back(tp);
+          for (int etp : fixed_or(k.etp, etps)) {
+            Layout base;
+            base.dims = ParallelDims{tp, pp, cp, 1, ep, etp};
+            base.dims.dp = k.dp.value_or(world % (tp * pp * cp) == 0 ? world / (tp * pp * cp) : 1);
+            base.sequence_parallel = k.sequence_parallel.value_or(tp > 1);
+            base.distributed_optimizer = k.distributed_optimizer.value_or(true);
+            base.ref_tp = k.ref_tp.value_or(0);
+            base.rollout_tp = rollout_tp;
+            base.first_stage_layers = k.first_stage_layers.value_or(0);
+            base.last_stage_layers = k.last_stage_layers.value_or(0);
+            if (!k.first_stage_layers && !k.last_stage_layers && pp > 1) {
+              if (const auto split = uneven_split(static_cast<int>(m.num_layers), pp)) {
+                base.first_stage_layers = split->first;
+                base.last_stage_layers = split->second;
               }
-              base.micro_batch = mbs.front();
-              base.rollout_tp = rtps.front();
-              ++plan.stats.structural;
-
-              // Structural legality with a neutral micro batch and rollout TP, so that their own
-              // rules do not reject the family.
-              Layout probe = base;
-              probe.micro_batch = k.micro_batch.value_or(1);
-              probe.rollout_tp = k.rollout_tp.value_or(1);
+            }
+            ++plan.stats.structural;
+            for (int mb : mbs) {
+              Layout l = base;
+              l.micro_batch = mb;
               std::vector<Diagnostic> errors;
-              for (auto& dg : check_legality(m, c, w, probe)) {
+              for (auto& dg : check_legality(m, c, w, l)) {
                 if (dg.severity == Severity::kError) errors.push_back(std::move(dg));
               }
               if (!errors.empty()) {
-                if (!have_fewest || errors.size() < fewest_errors.size()) {
-                  fewest_errors = errors;
-                  have_fewest = true;
-                }
-                note_failure(base, nullptr, &errors.front());
+                // A micro batch that does not divide is not a property of the shape: only
+                // report it when the user fixed it (or nothing else is wrong with the shape).
+                const bool micro_only =
+                    std::all_of(errors.begin(), errors.end(),
+                                [](const Diagnostic& d) { return d.setting == "micro_batch"; });
+                if (!micro_only || k.micro_batch) search.note_illegal(l, std::move(errors));
                 continue;
               }
-              ++plan.stats.legal;
-              any_legal = true;
-
-              // The best legal rollout TP for this world (independent of the actor layout
-              // except through the resident state, which does not depend on rollout TP).
-              for (int mb : mbs) {
-                Layout l = base;
-                l.micro_batch = mb;
-                const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / l.dims.dp;
-                if (per_rank % mb != 0) {
-                  if (k.micro_batch) {
-                    auto d = check_legality(m, c, w, l);
-                    if (!d.empty()) {
-                      fewest_errors = d;
-                      have_fewest = true;
-                    }
-                  }
-                  continue;
-                }
-                for (const Offload& off : offloads) {
-                  for (Recompute rc : recomputes) {
-                    l.offload = off;
-                    l.recompute = rc;
-                    bool placed = false;
-                    Candidate best_here;
-                    for (int rtp : rtps) {
-                      l.rollout_tp = rtp;
-                      if (k.rollout_tp || rtps.size() == 1) {
-                        // fixed: checked below via check_legality
-                      } else {
-                        const bool kv_ok = rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0
-                                                                 : rtp % m.num_kv_heads == 0;
-                        if (m.num_attention_heads % rtp != 0 || !kv_ok ||
-                            w.responses_per_step() % (world / rtp) != 0) {
-                          continue;
-                        }
-                      }
-                      Candidate cand;
-                      cand.layout = l;
-                      cand.memory = estimate_memory(m, c, w, l);
-                      cand.cost = estimate_cost(m, c, w, l, cand.memory);
-                      ++plan.stats.evaluated;
-                      if (cand.memory.fits()) {
-                        if (!placed || better(cand, best_here)) best_here = cand;
-                        placed = true;
-                      } else {
-                        const double o = overflow_bytes(cand);
-                        if (o < closest_overflow) {
-                          closest_overflow = o;
-                          closest = cand;
-                        }
-                        note_failure(l, &cand, nullptr);
-                      }
-                    }
-                    if (placed) {
-                      if (k.rollout_tp) {
-                        auto d = check_legality(m, c, w, best_here.layout);
-                        if (has_errors(d)) {
-                          fewest_errors = d;
-                          have_fewest = true;
-                          continue;
-                        }
-                      }
-                      ++plan.stats.fitting;
-                      note_fit(best_here.layout);
-                      fitting.push_back(std::move(best_here));
-                    }
-                  }
+              if (mb == mbs.front() || !search.any_legal) ++plan.stats.legal;
+              search.any_legal = true;
+              for (const Offload& off : offloads) {
+                for (Recompute rc : recomputes) {
+                  l.offload = off;
+                  l.recompute = rc;
+                  Candidate cand;
+                  cand.layout = l;
+                  cand.memory = estimate_memory(m, c, w, l);
+                  cand.cost = estimate_cost(m, c, w, l, cand.memory);
+                  search.note_candidate(cand);
                 }
               }
             }
@@ -327,7 +318,7 @@ Plan make_plan(const PlanRequest& req) {
   }
 
   // Rejected families: every searched value with no fitting layout.
-  for (const auto& [key, f] : families) {
+  for (const auto& [key, f] : search.families) {
     if (f.any_fit || !f.have) continue;
     Rejection r;
     r.family = key;
@@ -341,47 +332,67 @@ Plan make_plan(const PlanRequest& req) {
     plan.rejections.push_back(std::move(r));
   }
 
-  if (fitting.empty()) {
+  if (!rollout_fits) {
+    const RolloutMemory& r = largest;
+    plan.diagnostics.push_back(make_diag(
+        DiagCode::kOomRisk, "gpu_memory_utilization",
+        "rollout weights " + format_gib(r.weights) + " per device at rollout TP=" +
+            std::to_string(r.rollout_tp) + " (the largest legal) plus " + format_gib(r.workspace) +
+            " workspace exceed the rollout budget of " + format_gib(r.budget) +
+            " (gpu_memory_utilization " + format_fixed(w.gpu_memory_utilization, 2) + ")",
+        r.utilization_needed < 0.95
+            ? "raise rollout.gpu_memory_utilization to at least " +
+                  format_fixed(std::ceil(r.utilization_needed * 100.0) / 100.0, 2) +
+                  " and offload the actor during rollout"
+            : "the rollout engine needs more devices per replica than a node has"));
+  }
+
+  const bool have_fit = !search.fitting.empty();
+  if (!have_fit || !rollout_fits) {
     plan.feasible = false;
-    if (!any_legal) {
-      plan.diagnostics = fewest_errors;
+    if (!search.any_legal) {
+      for (auto& d : search.fewest_errors) plan.diagnostics.push_back(std::move(d));
       plan.diagnostics.push_back(make_diag(DiagCode::kNoFeasiblePlan, "layout",
                                            "no legal layout for " + m.name + " on " + c.name +
                                                (k.any() ? " with the fixed settings" : ""),
                                            "fix the errors above"));
-    } else {
-      if (have_fewest && k.any()) plan.diagnostics = fewest_errors;
-      if (closest_overflow < std::numeric_limits<double>::infinity()) {
-        plan.best = closest;
-        const PhaseMemory& p = closest.memory.worst();
-        std::string breakdown;
-        for (const auto& item : p.items) {
-          if (item.bytes <= 0) continue;
-          breakdown += (breakdown.empty() ? "" : ", ") + item.name + " " + format_gib(item.bytes);
-        }
-        plan.diagnostics.push_back(make_diag(
-            DiagCode::kOomRisk, "layout",
-            overflow_reason(closest) + " with " + describe(closest.layout) + " [" + breakdown + "]",
-            cheapest_fix(closest, c)));
-      }
-      plan.diagnostics.push_back(make_diag(DiagCode::kNoFeasiblePlan, "layout",
-                                           "no layout of " + m.name + " fits " +
-                                               std::to_string(world) + " x " + c.device.kind +
-                                               (k.any() ? " with the fixed settings" : ""),
-                                           k.any() ? "relax the fixed settings or use more devices"
-                                                   : "use more nodes or devices with more memory"));
+      return plan;
     }
+    if (!have_fit) {
+      plan.best = search.closest;
+      const PhaseMemory& p = search.closest.memory.worst();
+      std::string breakdown;
+      for (const auto& item : p.items) {
+        if (item.bytes <= 0) continue;
+        breakdown += (breakdown.empty() ? "" : ", ") + item.name + " " + format_gib(item.bytes);
+      }
+      plan.diagnostics.push_back(make_diag(DiagCode::kOomRisk, "layout",
+                                           overflow_reason(search.closest) + " with " +
+                                               describe(search.closest.layout) + " [" + breakdown +
+                                               "]",
+                                           cheapest_fix(search.closest, c)));
+    } else {
+      std::sort(search.fitting.begin(), search.fitting.end(), better);
+      plan.best = search.fitting.front();
+    }
+    plan.diagnostics.push_back(
+        make_diag(DiagCode::kNoFeasiblePlan, "layout",
+                  "no layout of " + m.name + " fits " + std::to_string(world) + " x " +
+                      c.device.kind + (k.any() ? " with the fixed settings" : ""),
+                  have_fit ? "make the rollout engine fit (see above)"
+                           : (k.any() ? "relax the fixed settings or use more devices"
+                                      : "use more nodes or devices with more memory")));
     return plan;
   }
 
-  std::sort(fitting.begin(), fitting.end(), better);
+  std::sort(search.fitting.begin(), search.fitting.end(), better);
   plan.feasible = true;
-  plan.best = fitting.front();
+  plan.best = search.fitting.front();
   auto family_of = [](const Layout& l) {
     return std::tuple{l.dims.tp, l.dims.pp, l.dims.cp, l.dims.ep, l.dims.etp};
   };
   std::set<std::tuple<int, int, int, int, int>> seen = {family_of(plan.best.layout)};
-  for (const auto& cand : fitting) {
+  for (const auto& cand : search.fitting) {
     if (static_cast<int>(plan.alternatives.size()) >= req.alternatives) break;
     if (seen.insert(family_of(cand.layout)).second) plan.alternatives.push_back(cand);
   }
@@ -402,14 +413,14 @@ Plan make_plan(const PlanRequest& req) {
         "set num_layers_in_first_pipeline_stage=" + std::to_string(b.first_stage_layers) +
             " and num_layers_in_last_pipeline_stage=" + std::to_string(b.last_stage_layers)));
   }
-  const MemoryEstimate& mem = plan.best.memory;
-  if (mem.kv_capacity < mem.kv_needed) {
-    const double per_seq = static_cast<double>(w.seq_length()) * mem.kv_bytes_per_token;
-    const auto fit = static_cast<std::int64_t>(per_seq > 0 ? mem.kv_capacity / per_seq : 0);
+  const RolloutMemory& eng = plan.best.memory.engine;
+  if (eng.kv_capacity < eng.kv_needed) {
+    const double per_seq = static_cast<double>(w.seq_length()) * eng.kv_bytes_per_token;
+    const auto fit = static_cast<std::int64_t>(per_seq > 0 ? eng.kv_capacity / per_seq : 0);
     plan.diagnostics.push_back(make_diag(
         DiagCode::kKvCacheShort, "gpu_memory_utilization",
-        "the rollout KV cache (" + format_gib(mem.kv_capacity) + ") holds " + std::to_string(fit) +
-            " of " + std::to_string(mem.concurrent_seqs) + " concurrent sequences per replica",
+        "the rollout KV cache (" + format_gib(eng.kv_capacity) + ") holds " + std::to_string(fit) +
+            " of " + std::to_string(eng.concurrent_seqs) + " concurrent sequences per replica",
         "raise gpu_memory_utilization or rollout TP, or accept slower rollout"));
   }
   return plan;

@@ -27,6 +27,10 @@ struct CostEstimate {
   double mfu = 0;          // model_tflop / (step_s * world * peak)
 };
 
+// Generation time of one step at the engine's rollout TP (independent of the actor layout).
+double estimate_rollout_seconds(const ModelSpec& model, const ClusterProfile& cluster,
+                                const WorkloadSpec& workload, const RolloutMemory& engine);
+
 CostEstimate estimate_cost(const ModelSpec& model, const ClusterProfile& cluster,
                            const WorkloadSpec& workload, const Layout& layout,
                            const MemoryEstimate& memory);

@@ -21,8 +21,10 @@ std::string_view to_string(Recompute r);
 struct Offload {
   bool params = false;     // verl megatron.param_offload
   bool grads = false;      // verl megatron.grad_offload
-  bool optimizer = false;  // verl megatron.optimizer_offload
-  bool any() const { return params || grads || optimizer; }
+  bool optimizer = false;  // verl megatron.optimizer_offload (states return for each step)
+  bool cpu_optimizer =
+      false;  // Megatron-Core optimizer_cpu_offload: states live and update on the host
+  bool any() const { return params || grads || optimizer || cpu_optimizer; }
   friend bool operator==(const Offload&, const Offload&) = default;
 };
 std::string to_string(const Offload& o);  // "none", "optimizer", "grads+optimizer", ...
@@ -48,7 +50,7 @@ std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout);
 struct LayoutConstraints {
   std::optional<int> tp, pp, cp, dp, ep, etp, micro_batch, rollout_tp, ref_tp;
   std::optional<int> first_stage_layers, last_stage_layers;
-  std::optional<bool> param_offload, grad_offload, optimizer_offload;
+  std::optional<bool> param_offload, grad_offload, optimizer_offload, cpu_optimizer;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<Recompute> recompute;
   bool any() const;

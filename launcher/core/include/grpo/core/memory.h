@@ -37,20 +37,32 @@ struct ShardedParams {
   double total() const { return non_expert + expert; }
 };
 
-struct MemoryEstimate {
-  PhaseMemory rollout;               // generation: resident actor state + the engine's budget
-  PhaseMemory training;              // forward/backward of the policy update
-  PhaseMemory optimizer_step;        // the optimizer step (offloaded states are loaded back for it)
-  ShardedParams actor;               // actor parameters on the worst stage's device
-  double rollout_weights = 0;        // rollout engine weights per device
-  double rollout_budget = 0;         // device memory x gpu_memory_utilization
+// The rollout engine's own memory at a given rollout TP (independent of the actor layout).
+struct RolloutMemory {
+  int rollout_tp = 1;
+  double weights = 0;                // engine weights per device
+  double budget = 0;                 // device memory x gpu_memory_utilization
+  double workspace = 0;              // profiling forward + sampling logits
   double kv_bytes_per_token = 0;     // per device
   double kv_needed = 0;              // KV cache for every concurrent sequence
   double kv_capacity = 0;            // what the budget leaves for the KV cache
-  std::int64_t concurrent_seqs = 0;  // sequences one rollout replica runs at once
-  bool rollout_weights_fit = true;   // weights + workspace + one sequence fit in the budget
+  std::int64_t concurrent_seqs = 0;  // sequences one replica runs at once
+  bool weights_fit = true;           // weights + workspace + one sequence fit in the budget
+  // The gpu_memory_utilization at which weights_fit would hold.
+  double utilization_needed = 0;
+};
+
+RolloutMemory estimate_rollout_memory(const ModelSpec& model, const ClusterProfile& cluster,
+                                      const WorkloadSpec& workload, int rollout_tp);
+
+struct MemoryEstimate {
+  PhaseMemory rollout;         // generation: resident actor state + the engine's budget
+  PhaseMemory training;        // forward/backward of the policy update
+  PhaseMemory optimizer_step;  // the optimizer step (offloaded states are loaded back for it)
+  ShardedParams actor;         // actor parameters on the worst stage's device
+  RolloutMemory engine;        // the rollout engine at the layout's rollout TP
   bool fits() const {
-    return rollout.fits() && training.fits() && optimizer_step.fits() && rollout_weights_fit;
+    return rollout.fits() && training.fits() && optimizer_step.fits() && engine.weights_fit;
   }
   // The phase that is over capacity by the largest margin (the training phase when all fit).
   const PhaseMemory& worst() const;
