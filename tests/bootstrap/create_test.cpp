@@ -35,6 +35,16 @@ TEST(Create, PropagatesEnvErrors) {
   EXPECT_EQ(boot.error().kind, ErrorKind::kMissingKey);
 }
 
+TEST(Create, HintsAtMpiPmixUnderSrunWithoutPmix) {
+  auto boot = Bootstrap::create(reader({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}}));
+  ASSERT_FALSE(boot.ok());
+  EXPECT_EQ(boot.error().kind, ErrorKind::kMissingKey);
+  EXPECT_EQ(boot.error().str(),
+            "WORLD_SIZE is not set (env bootstrap needs RANK, WORLD_SIZE, LOCAL_RANK, "
+            "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); SLURM_PROCID is set but PMIx is not: "
+            "launch with srun --mpi=pmix");
+}
+
 TEST(Create, EnvExchangeReturnsTheFixedEndpoint) {
   auto boot = Bootstrap::create(reader(valid_vars()));
   ASSERT_TRUE(boot.ok()) << boot.error().str();

@@ -2,7 +2,9 @@
 # A throw-away multi-node Slurm cluster on this one machine, for integration tests.
 #
 #   cluster.sh start [--nodes N] [--cpus C] [--memory MB] [--dir DIR] [--timeout S] [--port-base P]
-#                    [--replace]   (--replace: first stop a cluster still running in DIR)
+#                    [--slurmd-timeout S] [--replace]
+#       --replace: first stop a cluster still running in DIR; --slurmd-timeout: seconds before a
+#       silent node is marked DOWN (default 10; a killed node's srun fails ~2.5x this later)
 #   cluster.sh stop --dir DIR [--keep]
 #   cluster.sh status --dir DIR
 #   cluster.sh kill-node --dir DIR nX       SIGKILL nX's slurmd and every process on nX
@@ -16,6 +18,8 @@
 # prints `export SLURM_CONF=...` lines on stdout (progress goes to stderr) and writes DIR/env.sh.
 # Every wait is bounded; on failure start prints the daemons' log tails, stops what it started
 # and exits non-zero. See docs/test-cluster.md for every setting and why.
+# `[[ valid ]] && ((in range)) || die ...` is intended: die exits.
+# shellcheck disable=SC2015
 set -euo pipefail
 
 readonly MARKER=.grpo-test-cluster
@@ -45,55 +49,64 @@ phase() { log "[+$(($(now_ms) - T0)) ms] $*"; }
 
 # --- process bookkeeping: DIR/pids holds "role pid starttime uts-namespace" per daemon ---------
 
-# The start time (clock ticks since boot) of pid, which tells a reused pid from ours; fails when
-# pid is gone or a zombie (this machine's init reaps orphans only every second or two).
+# Sets PSTART to the start time (clock ticks since boot) of pid, which tells a reused pid from
+# ours; fails when pid is gone or a zombie (this machine's init reaps orphans only every second
+# or two). Builtins only: forks are slow here (gVisor) and this runs in every wait loop.
 proc_start() {
   local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
   stat=${stat##*) }
   # After "pid (comm) " the fields start at 3 (state); starttime is field 22, i.e. word 20.
-  # shellcheck disable=SC2086
-  set -- $stat
-  [[ "$1" != Z && "$1" != X ]] || return 1
-  echo "${20}"
+  local -a f
+  read -r -a f <<<"$stat"
+  [[ "${f[0]}" != Z && "${f[0]}" != X ]] || return 1
+  PSTART=${f[19]}
 }
 
 proc_uts() { readlink "/proc/$1/ns/uts" 2>/dev/null; }
 
 # True when the recorded daemon (pid + start time) is still running.
 alive() {
-  local pid=$1 start=$2 now
-  now=$(proc_start "$pid") || return 1
-  [[ "$now" == "$start" ]]
+  proc_start "$1" || return 1
+  [[ "$PSTART" == "$2" ]]
 }
 
-record() { # role pid
-  local role=$1 pid=$2 start uts
-  start=$(proc_start "$pid") || start=gone
-  uts=$(proc_uts "$pid") || uts=none
-  sed -i "/^$role /d" "$DIR/pids" 2>/dev/null || true
+# Records (or re-records) a daemon: "role pid starttime uts-namespace".
+record() { # role pid [uts]
+  local role=$1 pid=$2 uts=${3:-none} start=gone
+  if proc_start "$pid"; then start=$PSTART; fi
+  if grep -q "^$role " "$DIR/pids" 2>/dev/null; then sed -i "/^$role /d" "$DIR/pids"; fi
   echo "$role $pid $start $uts" >>"$DIR/pids"
 }
 
 # role -> "pid start uts" (empty when not recorded)
-lookup() { awk -v r="$1" '$1 == r { print $2, $3, $4 }' "$DIR/pids" 2>/dev/null || true; }
+lookup() {
+  local role pid start uts
+  while read -r role pid start uts; do
+    if [[ "$role" == "$1" ]]; then
+      echo "$pid $start $uts"
+      return 0
+    fi
+  done <"$DIR/pids"
+  return 0
+}
 
 # Pids of every process whose UTS namespace is `uts` (a node's slurmd, slurmstepds and tasks).
 # Refuses the namespace this script runs in: that would be every process of the machine.
 pids_in_uts() {
   local uts=$1 p
   [[ "$uts" == uts:* ]] || return 0
-  if [[ "$uts" == "$(proc_uts $$)" || "$uts" == "$(proc_uts 1)" ]]; then
+  if [[ "$uts" == "$MY_UTS" || "$uts" == "$(proc_uts 1)" ]]; then
     log "refusing to kill by namespace $uts: it is not a private node namespace"
     return 0
   fi
   local pattern=${uts//[/\\[}
   pattern=${pattern//]/\\]}
   # One find instead of a readlink per process (much faster, under gVisor in particular).
-  for p in $(find /proc/[0-9]*/ns/uts -maxdepth 0 -lname "$pattern" 2>/dev/null); do
+  while read -r p; do
     p=${p#/proc/}
     echo "${p%%/*}"
-  done
+  done < <(find /proc/[0-9]*/ns/uts -maxdepth 0 -lname "$pattern" 2>/dev/null)
   return 0
 }
 
@@ -133,7 +146,7 @@ kill_node_namespace() { # node
     [[ -z "$victims" ]] && return 0
     for p in $victims; do kill -KILL "$p" 2>/dev/null || true; done
     if (($(now_ms) > deadline)); then
-      log "processes still alive on $1 after SIGKILL: $(echo $victims)"
+      log "processes still alive on $1 after SIGKILL: ${victims//$'\n'/ }"
       return 1
     fi
     sleep 0.05
@@ -203,7 +216,7 @@ write_config() { # base_port
     echo "SchedulerType=sched/backfill"
     echo "SchedulerParameters=batch_sched_delay=0,sched_interval=5,bf_interval=5"
     echo "ReturnToService=2"
-    echo "SlurmdTimeout=10"
+    echo "SlurmdTimeout=$SLURMD_TIMEOUT"
     echo "SlurmctldTimeout=10"
     echo "MessageTimeout=10"
     echo "InactiveLimit=0"
@@ -252,10 +265,11 @@ start_slurmctld() {
 }
 
 # slurmd for node $1 in its own UTS + mount namespace (hostname, private /etc/hosts). Returns at
-# once; await_slurmd records the namespace once bash has exec'd slurmd.
+# once; record_node_uts records the namespace once the node has registered.
 launch_slurmd() {
   local node=$1
-  mkdir -p "$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"
+  [[ -d "$SPOOL/tmp/$node" ]] || mkdir -p "$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"
+  # shellcheck disable=SC2016 # $1..$3 are expanded by the inner bash
   SLURM_CONF="$DIR/slurm.conf" setsid unshare --uts --mount --propagation private -- \
     /bin/bash -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec slurmd -D -N "$1" -f "$3"' \
     slurmd-ns "$node" "$DIR/hosts" "$DIR/slurm.conf" \
@@ -263,22 +277,15 @@ launch_slurmd() {
   record "slurmd.$node" $!
 }
 
-await_slurmd() {
-  local node=$1 pid start uts exe
+# Records node $1's UTS namespace (kill-node and stop kill everything in it). Called once the node
+# registered, so unshare has certainly run; refuses a namespace that is not private.
+record_node_uts() {
+  local node=$1 pid start uts
   read -r pid start uts <<<"$(lookup "slurmd.$node")"
-  local deadline=$(($(now_ms) + TIMEOUT * 1000))
-  while :; do
-    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || exe=""
-    if [[ "$exe" == */slurmd || "$exe" == */slurmd-* ]]; then # Debian: slurmd-wlm
-      record "slurmd.$node" "$pid"
-      [[ "$(proc_uts "$pid")" != "$(proc_uts $$)" ]] ||
-        die "slurmd for $node is not in its own UTS namespace"
-      return 0
-    fi
-    [[ -d /proc/$pid ]] || return 1
-    (($(now_ms) > deadline)) && return 1
-    sleep 0.02
-  done
+  alive "$pid" "$start" || die "slurmd for $node (pid $pid) is gone"
+  uts=$(proc_uts "$pid")
+  [[ -n "$uts" && "$uts" != "$MY_UTS" ]] || die "slurmd for $node is not in its own UTS namespace"
+  record "slurmd.$node" "$pid" "$uts"
 }
 
 # Prints the last lines of every log (on stderr) for a failure report. A daemon's stdout/stderr
@@ -330,7 +337,7 @@ wait_nodes() { # timeout_s state_regex node...
     ((ok)) && return 0
     check_daemons_alive || return 1
     if (($(now_ms) > deadline)); then
-      FAIL_REASON="nodes not ${regex} within ${timeout_s}s; sinfo says: $(echo $states)"
+      FAIL_REASON="nodes not ${regex} within ${timeout_s}s; sinfo says: ${states//$'\n'/, }"
       return 1
     fi
     sleep 0.1
@@ -369,6 +376,9 @@ cmd_start() {
     die "--nodes must be 1..$MAX_NODES"
   [[ "$CPUS" =~ ^[0-9]+$ ]] && ((CPUS >= 1)) || die "--cpus must be >= 1"
   [[ "$MEMORY" =~ ^[0-9]+$ ]] && ((MEMORY >= 1)) || die "--memory must be >= 1 (MB)"
+  [[ "$SLURMD_TIMEOUT" =~ ^[0-9]+$ ]] && ((SLURMD_TIMEOUT >= 2)) || die "--slurmd-timeout must be >= 2"
+  [[ -z "$PORT_BASE" ]] || { [[ "$PORT_BASE" =~ ^[0-9]+$ ]] && ((PORT_BASE >= 1024 && PORT_BASE + NODES <= 65535)); } ||
+    die "--port-base must be 1024..$((65535 - NODES))"
   local t0
   t0=$(now_ms)
   for exe in munged slurmctld slurmd sinfo unshare setsid ss; do
@@ -448,16 +458,14 @@ cmd_start() {
   read -r ctld_pid _ _ <<<"$(lookup slurmctld)"
   for child in $(ps -o pid= --ppid "$ctld_pid" 2>/dev/null); do record "slurmctld.child.$child" "$child"; done
   local node
+  local dirs=()
+  for node in $(node_names); do dirs+=("$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"); done
+  mkdir -p "${dirs[@]}"
   for node in $(node_names); do launch_slurmd "$node"; done
-  for node in $(node_names); do
-    await_slurmd "$node" || {
-      FAIL_REASON="slurmd for $node did not start"
-      exit 1
-    }
-  done
-  phase "$NODES slurmd started"
+  phase "$NODES slurmd launched"
   # shellcheck disable=SC2046
   wait_nodes "$TIMEOUT" 'idle' $(node_names) || exit 1
+  for node in $(node_names); do record_node_uts "$node"; done
 
   {
     echo "export SLURM_CONF=$DIR/slurm.conf"
@@ -570,17 +578,23 @@ cmd_revive_node() {
   local t0
   t0=$(now_ms)
   launch_slurmd "$NODE"
-  await_slurmd "$NODE" || die "slurmd for $NODE did not start; $(tail -n 5 "$DIR/nodes/$NODE/slurmd.log" 2>/dev/null)"
   FAIL_REASON=""
-  wait_nodes "$TIMEOUT" 'idle|mix|alloc' "$NODE" || die "$NODE did not come back: $FAIL_REASON"
+  if ! wait_nodes "$TIMEOUT" 'idle|mix|alloc' "$NODE"; then
+    log "$NODE did not come back: $FAIL_REASON"
+    tail -n 15 "$DIR/nodes/$NODE/slurmd.log" >&2 || true
+    signal_role "slurmd.$NODE" KILL
+    sed -i "s/^slurmd\.$NODE /dead.slurmd.$NODE /" "$DIR/pids"
+    exit 1
+  fi
+  record_node_uts "$NODE"
   log "revived $NODE in $(($(now_ms) - t0)) ms"
 }
 
 cmd_wait_idle() {
   require_dir || die "$DIR does not exist"
   FAIL_REASON=""
-  # shellcheck disable=SC2046
   NODES=$(grep -c '^NodeName=' "$DIR/slurm.conf")
+  # shellcheck disable=SC2046 # node names never contain spaces
   wait_nodes "$TIMEOUT" 'idle' $(node_names) || die "$FAIL_REASON"
 }
 
@@ -588,6 +602,7 @@ cmd_wait_idle() {
 
 [[ $# -ge 1 ]] || usage
 SELF=$(readlink -f "$0")
+MY_UTS=$(proc_uts $$)
 ORIG_ARGS=("$@")
 COMMAND=$1
 shift
@@ -595,6 +610,7 @@ NODES=4
 CPUS=4
 MEMORY=16384
 PORT_BASE=""
+SLURMD_TIMEOUT=10
 DIR=""
 SPOOL=""
 KEEP=0
@@ -607,6 +623,7 @@ while [[ $# -gt 0 ]]; do
     --cpus) CPUS=${2:?--cpus needs a value}; shift 2 ;;
     --memory) MEMORY=${2:?--memory needs a value}; shift 2 ;;
     --port-base) PORT_BASE=${2:?--port-base needs a value}; shift 2 ;;
+    --slurmd-timeout) SLURMD_TIMEOUT=${2:?--slurmd-timeout needs a value}; shift 2 ;;
     --dir) DIR=${2:?--dir needs a value}; shift 2 ;;
     --timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
     --keep) KEEP=1; shift ;;

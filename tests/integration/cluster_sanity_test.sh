@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shared cluster is what the other slurm tests assume: every node idle, both partitions, and
 # each node's tasks see their own hostname.
+# shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_cluster
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # cluster.sh kill-node / revive-node: the node's slurmd and tasks die, it comes back usable.
+# shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_cluster
 cluster=${GRPO_CLUSTER_SH:?}

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the slurm integration tests: fail loudly, never skip.
 set -euo pipefail
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # grpo-bootstrap-probe in env mode: 2 local processes with the torchrun variables, no Slurm.
 #   probe_env_test.sh PROBE CHECKER...
+# shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 probe=$1
 shift
@@ -26,7 +27,7 @@ run_pair() { # port
 
 # The port is free when chosen but may be taken before rank 0 binds it: try a few ports.
 ok=0
-for attempt in 1 2 3; do
+for _ in 1 2 3; do
   port=$(free_port)
   if run_pair "$port"; then
     ok=1

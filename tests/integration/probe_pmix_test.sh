@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # srun --mpi=pmix grpo-bootstrap-probe on the given nodes; checks the ranks' JSON lines.
 #   probe_pmix_test.sh PARTITION NODES(n1,n2) RANKS_PER_NODE CHECKER...
+# shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_cluster
 partition=$1 nodes=$2 rpn=$3

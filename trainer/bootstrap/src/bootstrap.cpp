@@ -69,9 +69,18 @@ core::Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const EnvReader& env)
     }
     fallback_reason = pmix.error().message;
   }
-  GRPO_TRY(WorldInfo world, world_from_env(env, local_hostname()));
-  world.pmix_fallback_reason = std::move(fallback_reason);
-  return detail::make_env_bootstrap(std::move(world));
+  auto world = world_from_env(env, local_hostname());
+  if (!world.ok()) {
+    core::Error error = world.error();
+    if (error.kind == core::ErrorKind::kMissingKey && fallback_reason.empty() &&
+        env("SLURM_PROCID").has_value()) {
+      // The usual mistake: srun without --mpi=pmix (and MpiDefault=none) gives no PMIx server.
+      error.message += "; SLURM_PROCID is set but PMIx is not: launch with srun --mpi=pmix";
+    }
+    return error;
+  }
+  world->pmix_fallback_reason = std::move(fallback_reason);
+  return detail::make_env_bootstrap(std::move(world).value());
 }
 
 }  // namespace grpo::bootstrap
