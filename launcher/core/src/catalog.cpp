@@ -153,8 +153,8 @@ Result<ClusterProfile> cluster_from_toml(const TomlValue& doc, std::string sourc
   r.ignore("extends");
   GRPO_TRY_STATUS(r.read("name", p.name, true));
   GRPO_TRY_STATUS(r.read("description", p.description));
-  GRPO_TRY_STATUS(r.read_int("nodes", p.nodes, 1, 1 << 20, true));
-  GRPO_TRY_STATUS(r.read_int("gpus_per_node", p.gpus_per_node, 1, 1024, true));
+  GRPO_TRY_STATUS(r.read_int("nodes", p.nodes, 1, 16384, true));
+  GRPO_TRY_STATUS(r.read_int("gpus_per_node", p.gpus_per_node, 1, 128, true));
 
   GRPO_TRY(const TomlValue* device, r.table("device"));
   if (device == nullptr)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# All tests: installs the dependencies, builds, runs every ctest test (unit, golden, trainer, the
+# real Slurm cluster tests, CLI) and the libFuzzer targets for a bounded time.
+# Usage: scripts/test.sh [ctest arguments...]   e.g. scripts/test.sh -L unit
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash scripts/build.sh
+jobs=${GRPO_BUILD_JOBS:-$(nproc)}
+
+# libFuzzer needs clang: the fuzz targets live in their own build tree.
+if [[ ! -f build-fuzz/CMakeCache.txt ]]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DGRPO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build build-fuzz -j "$jobs"
+
+status=0
+ctest --test-dir build --output-on-failure --timeout 900 "$@" || status=$?
+ctest --test-dir build-fuzz --output-on-failure --timeout 300 "$@" || status=$?
+exit $status

@@ -1,0 +1,222 @@
+// Every diagnostic code the planner produces, each with a failing and a passing case.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "grpo/core/env_contract.h"
+#include "grpo/core/layout.h"
+#include "grpo/core/planner.h"
+#include "test_support.h"
+
+namespace grpo::core {
+namespace {
+
+Layout layout(int tp, int pp, int dp, int ep = 1, int etp = 1, int micro = 1, int rollout_tp = 1) {
+  Layout l;
+  l.dims = ParallelDims{tp, pp, 1, dp, ep, etp};
+  l.micro_batch = micro;
+  l.rollout_tp = rollout_tp;
+  l.sequence_parallel = tp > 1;
+  return l;
+}
+
+bool has(const std::vector<Diagnostic>& diags, DiagCode code) {
+  return std::any_of(diags.begin(), diags.end(), [&](const Diagnostic& d) { return d.code == code; });
+}
+
+std::vector<Diagnostic> legality(const std::string& model, const std::string& cluster, const Layout& l,
+                                 std::vector<Override> sets = {}) {
+  const auto c = test::cluster(cluster, std::move(sets));
+  return check_legality(test::model(model), c, c.grpo, l);
+}
+
+Plan plan_with(const std::string& model, const std::string& cluster,
+               const std::vector<std::string>& sets) {
+  std::vector<Override> all;
+  for (const auto& s : sets) all.push_back(parse_override(s).value());
+  PlanRequest req;
+  std::vector<Override> profile;
+  EXPECT_TRUE(split_layout_overrides(all, req.constraints, profile).ok());
+  req.cluster = test::cluster(cluster, profile);
+  req.model = test::model(model);
+  return make_plan(req);
+}
+
+TEST(Diagnostics, LegalLayoutHasNoFindings) {
+  EXPECT_TRUE(legality("qwen2.5-7b", "a100x8", layout(2, 1, 4, 1, 1, 2, 2)).empty());
+  EXPECT_TRUE(legality("qwen3-30b-moe", "a100x8", layout(2, 1, 4, 8, 1, 4, 4)).empty());
+}
+
+TEST(Diagnostics, TpMismatch) {
+  Layout l = layout(2, 1, 4);
+  l.ref_tp = 4;
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kTpMismatch));
+  l.ref_tp = 2;
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kTpMismatch));
+  // Through the planner: a fixed reference TP that differs from the fixed actor TP.
+  const Plan p = plan_with("qwen2.5-7b", "a100x8", {"tp=2", "ref_tp=4"});
+  EXPECT_FALSE(plan_ok(p));
+  EXPECT_TRUE(has(p.diagnostics, DiagCode::kTpMismatch));
+}
+
+TEST(Diagnostics, WorldSizeMismatch) {
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(4, 3, 1)), DiagCode::kWorldSizeMismatch));
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(2, 1, 2)), DiagCode::kWorldSizeMismatch));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(2, 2, 2)), DiagCode::kWorldSizeMismatch));
+}
+
+TEST(Diagnostics, HeadsNotDivisible) {
+  // Qwen2.5-7B has 28 heads and 4 KV heads: TP=8 splits neither.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(8, 1, 1)), DiagCode::kHeadsNotDivisible));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(4, 1, 2)), DiagCode::kHeadsNotDivisible));
+  // Rollout TP against heads.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(2, 1, 4, 1, 1, 1, 8)), DiagCode::kHeadsNotDivisible));
+}
+
+TEST(Diagnostics, KvHeadsNotDivisible) {
+  // Qwen3-8B: 32 heads, 8 KV heads. TP=8 is fine; Qwen3-30B-A3B has 4 KV heads: TP=8 is not.
+  EXPECT_FALSE(has(legality("qwen3-8b", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
+  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
+  // vLLM replicates KV heads when rollout TP exceeds them (8 over 4 heads is fine)...
+  EXPECT_FALSE(has(legality("qwen3-30b-moe", "a100x8", layout(2, 1, 4, 1, 1, 1, 8)),
+                   DiagCode::kKvHeadsNotDivisible));
+  // ...but not when neither divides the other: 8 KV heads over rollout TP 6 (12-GPU nodes).
+  Layout six = layout(2, 1, 6, 1, 1, 1, 6);
+  const auto d = legality("qwen3-8b", "a100x8", six, {{"gpus_per_node", "12"}});
+  EXPECT_TRUE(has(d, DiagCode::kKvHeadsNotDivisible));
+}
+
+TEST(Diagnostics, LayersNotDivisible) {
+  // Qwen3-235B-A22B has 94 layers: PP=4 needs an uneven split.
+  const auto m = test::model("qwen3-235b-moe");
+  EXPECT_EQ(m.num_layers, 94);
+  auto c = test::cluster("moe-8node");
+  Layout l = layout(4, 4, 4, 8);
+  EXPECT_TRUE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
+  l.first_stage_layers = 23;
+  l.last_stage_layers = 23;
+  EXPECT_FALSE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
+  l.first_stage_layers = 22;  // 94 - 22 - 23 = 49 over 2 middle stages: not whole
+  EXPECT_TRUE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
+  EXPECT_EQ(uneven_split(94, 4), (std::pair{23, 23}));
+  EXPECT_EQ(uneven_split(47, 2), (std::pair{23, 24}));
+  EXPECT_EQ(uneven_split(94, 8), (std::pair{11, 11}));  // 6 middle stages of 12
+  EXPECT_EQ(uneven_split(48, 4), (std::pair{0, 0}));
+  EXPECT_EQ(stage_layers(m, l).size(), 4u);
+}
+
+TEST(Diagnostics, ExpertsNotDivisible) {
+  // 128 experts: EP=3 does not divide them; EP=16 x PP=1 does not divide a world of 8.
+  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 3)), DiagCode::kExpertsNotDivisible));
+  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 16)), DiagCode::kExpertsNotDivisible));
+  EXPECT_FALSE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 8)), DiagCode::kExpertsNotDivisible));
+  // A dense model has no experts to split.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 2)), DiagCode::kExpertsNotDivisible));
+}
+
+TEST(Diagnostics, TpCrossesNode) {
+  // Qwen2.5-72B has 64 heads and 8 KV heads; TP=16 on 8-GPU nodes would span two nodes.
+  EXPECT_TRUE(has(legality("qwen2.5-72b", "a100-80g-x8", layout(16, 1, 4)), DiagCode::kTpCrossesNode));
+  EXPECT_FALSE(has(legality("qwen2.5-72b", "a100-80g-x8", layout(8, 1, 8)), DiagCode::kTpCrossesNode));
+}
+
+TEST(Diagnostics, GroupSplit) {
+  // 1024 prompts over DP=8 is fine; 100 prompts over DP=8 splits groups.
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8)), DiagCode::kGroupSplit));
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
+                           {{"grpo.train_batch_size", "100"}, {"grpo.ppo_mini_batch_size", "100"}}),
+                  DiagCode::kGroupSplit));
+  // The mini batch too: 1024 prompts but mini batches of 12 over DP=8.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "12"}}),
+                  DiagCode::kGroupSplit));
+}
+
+TEST(Diagnostics, BatchNotDivisible) {
+  // 256 prompts x 5 / DP 8 = 160 responses per rank: micro batch 3 does not divide it.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 3)), DiagCode::kBatchNotDivisible));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 4)), DiagCode::kBatchNotDivisible));
+  // train_batch_size not a multiple of the mini batch.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "384"}}),
+                  DiagCode::kBatchNotDivisible));
+}
+
+TEST(Diagnostics, DtypeConflict) {
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "v100-32g-x8", layout(4, 1, 2)), DiagCode::kDtypeConflict));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "v100-32g-x8", layout(4, 1, 2), {{"grpo.dtype", "fp16"}}),
+                   DiagCode::kDtypeConflict));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(4, 1, 2)), DiagCode::kDtypeConflict));
+}
+
+TEST(Diagnostics, InvalidSetting) {
+  Layout l = layout(1, 1, 8);
+  l.sequence_parallel = true;  // needs TP > 1
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kInvalidSetting));
+  l.sequence_parallel = false;
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kInvalidSetting));
+}
+
+TEST(Diagnostics, OomRiskAndNoFeasiblePlan) {
+  // Qwen2.5-72B forced onto one node with TP=8 and no offload cannot fit.
+  const Plan p = plan_with("qwen2.5-72b", "a100x8",
+                           {"tp=8", "optimizer_offload=false", "cpu_optimizer=false", "param_offload=false"});
+  EXPECT_FALSE(p.feasible);
+  EXPECT_TRUE(has(p.diagnostics, DiagCode::kOomRisk));
+  EXPECT_TRUE(has(p.diagnostics, DiagCode::kNoFeasiblePlan));
+  // The layout the user fixed is reported as it is, never silently changed.
+  EXPECT_EQ(p.best.layout.dims.tp, 8);
+  const Plan ok = plan_with("qwen2.5-7b", "a100x8", {});
+  EXPECT_TRUE(plan_ok(ok));
+  EXPECT_FALSE(has(ok.diagnostics, DiagCode::kOomRisk));
+  EXPECT_FALSE(has(ok.diagnostics, DiagCode::kNoFeasiblePlan));
+}
+
+TEST(Diagnostics, RolloutEngineThatCannotFitIsOomRisk) {
+  // Qwen3-235B at rollout TP 8 needs ~55 GiB of weights per device: more than 0.6 x 80 GiB.
+  const Plan p = plan_with("qwen3-235b-moe", "a100-80g-x8", {});
+  EXPECT_FALSE(p.feasible);
+  const auto it = std::find_if(p.diagnostics.begin(), p.diagnostics.end(), [](const Diagnostic& d) {
+    return d.code == DiagCode::kOomRisk && d.setting == "gpu_memory_utilization";
+  });
+  ASSERT_NE(it, p.diagnostics.end());
+  EXPECT_NE(it->hint.find("at least 0.7"), std::string::npos) << it->hint;
+  EXPECT_TRUE(plan_ok(plan_with("qwen3-235b-moe", "a100-80g-x8", {"grpo.gpu_memory_utilization=0.8"})));
+}
+
+TEST(Diagnostics, EnvConflict) {
+  auto c = test::cluster("a100x8", {{"env.CUDA_DEVICE_MAX_CONNECTIONS", "8"}});
+  EXPECT_TRUE(has(build_env(c, layout(2, 1, 4)).diagnostics, DiagCode::kEnvConflict));
+  EXPECT_FALSE(has(build_env(c, layout(1, 1, 8)).diagnostics, DiagCode::kEnvConflict));
+  auto hca = test::cluster("a100x8", {{"env.NCCL_IB_HCA", "mlx5_9"}});
+  EXPECT_TRUE(has(build_env(hca, layout(1, 1, 8)).diagnostics, DiagCode::kEnvConflict));
+  auto visible = test::cluster("a100x8", {{"env.CUDA_VISIBLE_DEVICES", "0,1,2,3"}});
+  EXPECT_TRUE(has(build_env(visible, layout(1, 1, 8)).diagnostics, DiagCode::kEnvConflict));
+  EXPECT_FALSE(has(build_env(test::cluster("a100x8"), layout(2, 1, 4)).diagnostics, DiagCode::kEnvConflict));
+  // Through the planner the conflict makes the plan not ok.
+  const Plan p = plan_with("qwen2.5-7b", "a100x8", {"tp=2", "env.CUDA_DEVICE_MAX_CONNECTIONS=8"});
+  EXPECT_TRUE(p.feasible);
+  EXPECT_FALSE(plan_ok(p));
+}
+
+TEST(Diagnostics, KvCacheShortAndUnevenPipelineAreNotErrors) {
+  const Plan p = plan_with("qwen3-30b-moe", "a100x8", {});
+  ASSERT_TRUE(plan_ok(p));
+  EXPECT_TRUE(has(p.diagnostics, DiagCode::kKvCacheShort));
+  EXPECT_FALSE(has(plan_with("qwen3-30b-moe", "a100x8", {"grpo.max_num_seqs=64"}).diagnostics,
+                   DiagCode::kKvCacheShort));
+  const Plan uneven = plan_with("qwen3-235b-moe", "moe-8node", {"pp=4", "grpo.gpu_memory_utilization=0.8"});
+  ASSERT_TRUE(uneven.feasible) << uneven.diagnostics.size();
+  EXPECT_TRUE(has(uneven.diagnostics, DiagCode::kUnevenPipeline));
+  EXPECT_EQ(uneven.best.layout.first_stage_layers, 23);
+  EXPECT_FALSE(has(plan_with("qwen3-30b-moe", "moe-8node", {"pp=4"}).diagnostics, DiagCode::kUnevenPipeline));
+}
+
+TEST(Diagnostics, EveryCodeHasAUniqueName) {
+  std::set<std::string_view> names;
+  for (const auto& info : all_diag_codes()) {
+    EXPECT_TRUE(names.insert(info.name).second) << info.name;
+    EXPECT_EQ(to_string(info.code), info.name);
+  }
+}
+
+}  // namespace
+}  // namespace grpo::core
