@@ -70,6 +70,11 @@ inline bool cuda_available() {
 // c10d's process group type: ProcessGroupGloo derives from ProcessGroup in 1.13 and from
 // c10d::Backend in 2.x; both offer allreduce/broadcast/barrier with the same signatures.
 using GlooGroup = c10d::ProcessGroupGloo;
+#if GRPO_TORCH_AT_LEAST(2, 0)
+using GroupBase = c10d::Backend;
+#else
+using GroupBase = c10d::ProcessGroup;
+#endif
 
 inline c10::intrusive_ptr<c10d::TCPStore> make_tcp_store(const std::string& host,
                                                          std::uint16_t port, bool is_server,

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "grpo/trainer/checkpoint_store.h"
+
+namespace grpo::trainer {
+namespace {
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("grpo-ckpt-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path save(CheckpointStore& s, std::int64_t step, const std::string& payload, int keep = 3) {
+    auto w = s.begin(step);
+    EXPECT_TRUE(w.ok());
+    EXPECT_TRUE(w->write_file("model.bin", payload).ok());
+    EXPECT_TRUE(w->write_file("state.json", "{}").ok());
+    auto dir = s.commit(std::move(w).value(), {{"note", "test"}}, keep);
+    EXPECT_TRUE(dir.ok());
+    return *dir;
+  }
+  fs::path root_;
+};
+
+TEST_F(StoreTest, CommitWritesManifestLatestAndPrunes) {
+  CheckpointStore s(root_);
+  for (int step = 1; step <= 5; ++step) save(s, step * 10, "payload" + std::to_string(step));
+  auto all = s.list();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all.front().first, 30);
+  EXPECT_EQ(*read_file(root_ / "latest"), "step_00000050\n");
+  auto best = s.find_latest_valid(nullptr);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->step, 50);
+  EXPECT_EQ(best->manifest["metadata"]["note"], "test");
+  EXPECT_EQ(best->manifest["files"]["model.bin"]["bytes"], 8);
+}
+
+TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
+  CheckpointStore s(root_);
+  save(s, 10, "good");
+  const fs::path bad = save(s, 20, "will be corrupted");
+  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  // A torn writer: a temporary directory that never got renamed.
+  auto w = s.begin(30);
+  ASSERT_TRUE(w->write_file("model.bin", "half").ok());
+  // A directory without a manifest (crash between mkdir and manifest).
+  fs::create_directories(root_ / "step_00000040");
+  std::vector<SkippedCheckpoint> skipped;
+  auto best = s.find_latest_valid(&skipped);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->step, 10);
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_NE(skipped[0].reason.find("manifest"), std::string::npos);
+  EXPECT_NE(skipped[1].reason.find("SHA-256"), std::string::npos);
+  s.remove_temporaries();
+  EXPECT_FALSE(fs::exists(w->dir()));
+}
+
+TEST_F(StoreTest, TruncatedFileAndMissingFileFailVerification) {
+  CheckpointStore s(root_);
+  const fs::path d = save(s, 5, "0123456789");
+  ASSERT_TRUE(write_file_synced(d / "model.bin", "01234").ok());
+  auto v = s.verify(d);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message.find("size"), std::string::npos);
+  fs::remove(d / "model.bin");
+  EXPECT_FALSE(s.verify(d).ok());
+  EXPECT_FALSE(s.find_latest_valid(nullptr));
+}
+
+TEST_F(StoreTest, LatestPointingAtAnOlderStepStillFindsTheNewest) {
+  CheckpointStore s(root_);
+  save(s, 10, "a");
+  save(s, 20, "b");
+  ASSERT_TRUE(write_file_synced(root_ / "latest", "step_00000010\n").ok());
+  auto best = s.find_latest_valid(nullptr);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->step, 20);
+}
+
+}  // namespace
+}  // namespace grpo::trainer

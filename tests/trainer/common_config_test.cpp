@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "grpo/trainer/config.h"
+
+namespace grpo::trainer {
+namespace {
+
+TEST(Config, DefaultsValidateOnceAModelIsSet) {
+  TrainerConfig c;
+  EXPECT_FALSE(validate(c).ok());  // no model
+  c.model_path = "tiny-dense";
+  EXPECT_TRUE(validate(c).ok()) << validate(c).error().str();
+}
+
+TEST(Config, NestedTablesAndDottedKeys) {
+  TrainerConfig c;
+  const std::string text = R"(
+[data]
+train_batch_size = 32
+[actor_rollout_ref.rollout]
+n = 4
+temperature = 0.7
+[actor_rollout_ref.actor]
+clip_ratio_high = 0.28
+optim.lr = 3e-4
+optim.betas = [0.9, 0.95]
+[trainer]
+total_training_steps = 7
+)";
+  ASSERT_TRUE(apply_toml(c, text, "x.toml").ok());
+  EXPECT_EQ(c.train_batch_size, 32);
+  EXPECT_EQ(c.rollout_n, 4);
+  EXPECT_DOUBLE_EQ(c.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(c.effective_clip_high(), 0.28);
+  EXPECT_DOUBLE_EQ(c.effective_clip_low(), 0.2);
+  EXPECT_DOUBLE_EQ(c.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(c.betas[1], 0.95);
+  EXPECT_EQ(c.total_training_steps, 7);
+}
+
+TEST(Config, UnknownKeyHasDidYouMeanAndLocation) {
+  TrainerConfig c;
+  auto st = apply_toml(c, "[actor_rollout_ref.rollout]\ntemprature = 0.5\n", "cfg.toml");
+  ASSERT_FALSE(st.ok());
+  const std::string msg = st.error().str();
+  EXPECT_NE(msg.find("cfg.toml:2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'actor_rollout_ref.rollout.temperature'"), std::string::npos)
+      << msg;
+  auto o = apply_override(c, "rollout.n=4");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("actor_rollout_ref.rollout.n"), std::string::npos);
+}
+
+TEST(Config, OverridesAreTypedAndChecked) {
+  TrainerConfig c;
+  EXPECT_TRUE(apply_override(c, "actor_rollout_ref.rollout.n=16").ok());
+  EXPECT_EQ(c.rollout_n, 16);
+  EXPECT_TRUE(apply_override(c, "actor_rollout_ref.actor.use_kl_loss=false").ok());
+  EXPECT_FALSE(c.use_kl_loss);
+  EXPECT_TRUE(apply_override(c, "actor_rollout_ref.actor.optim.betas=[0.8,0.99]").ok());
+  EXPECT_DOUBLE_EQ(c.betas[0], 0.8);
+  EXPECT_TRUE(apply_override(c, "data.task=reverse").ok());
+
+  auto bad_int = apply_override(c, "data.train_batch_size=abc");
+  ASSERT_FALSE(bad_int.ok());
+  EXPECT_EQ(bad_int.error().str(), "data.train_batch_size: expected an integer, got 'abc'");
+  auto range = apply_override(c, "actor_rollout_ref.rollout.top_p=1.5");
+  ASSERT_FALSE(range.ok());
+  EXPECT_EQ(range.error().message, "actor_rollout_ref.rollout.top_p: must be in (0, 1], got 1.5");
+  auto choice = apply_override(c, "actor_rollout_ref.actor.kl_loss_type=low_var");
+  ASSERT_FALSE(choice.ok());
+  EXPECT_NE(choice.error().message.find("did you mean 'low_var_kl'"), std::string::npos);
+  EXPECT_FALSE(apply_override(c, "no_equals_sign").ok());
+  EXPECT_FALSE(apply_override(c, "kernels=fused").ok());
+}
+
+TEST(Config, CrossFieldAndWorldChecks) {
+  TrainerConfig c;
+  c.model_path = "tiny-dense";
+  c.train_batch_size = 12;
+  c.ppo_mini_batch_size = 8;
+  EXPECT_FALSE(validate(c).ok());
+  c.ppo_mini_batch_size = 6;
+  EXPECT_TRUE(validate(c).ok());
+  EXPECT_TRUE(validate_for_world(c, 2).ok());
+  auto st = validate_for_world(c, 4);  // 6 prompts per mini batch cannot split over 4 ranks
+  ASSERT_FALSE(st.ok());
+  c.max_response_length = 2;  // "99+99=" -> "198<eos>" needs 4
+  EXPECT_FALSE(validate(c).ok());
+}
+
+TEST(Config, ToTomlRoundTrips) {
+  TrainerConfig c;
+  ASSERT_TRUE(apply_override(c, "actor_rollout_ref.actor.clip_ratio_low=0.1").ok());
+  ASSERT_TRUE(apply_override(c, "actor_rollout_ref.model.path=tiny-moe").ok());
+  const std::string text = to_toml(c);
+  TrainerConfig d;
+  auto st = apply_toml(d, text, "roundtrip.toml");
+  ASSERT_TRUE(st.ok()) << st.error().str() << "\n" << text;
+  EXPECT_EQ(to_toml(d), text);
+}
+
+// Every key is documented in docs/trainer-config.md.
+TEST(Config, EveryKeyIsDocumented) {
+  std::ifstream in(std::string(GRPO_SOURCE_DIR) + "/docs/trainer-config.md");
+  ASSERT_TRUE(in) << "docs/trainer-config.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_NE(doc.find("`" + k.name + "`"), std::string::npos) << k.name << " is not documented";
+  }
+}
+
+}  // namespace
+}  // namespace grpo::trainer

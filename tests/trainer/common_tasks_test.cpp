@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "grpo/trainer/faults.h"
+#include "grpo/trainer/sha256.h"
+#include "grpo/trainer/tasks.h"
+
+namespace grpo::trainer {
+namespace {
+
+TEST(Tokenizer, RoundTripsTheAlphabetAndStopsAtEos) {
+  auto ids = Tokenizer::encode(Tokenizer::alphabet());
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->front(), 3);
+  EXPECT_EQ(ids->back(), Tokenizer::kVocabSize - 1);
+  EXPECT_EQ(Tokenizer::decode(*ids), std::string(Tokenizer::alphabet()));
+  std::vector<std::int64_t> with_eos = *Tokenizer::encode("46");
+  with_eos.push_back(Tokenizer::kEos);
+  with_eos.push_back(5);
+  EXPECT_EQ(Tokenizer::decode(with_eos), "46");
+  EXPECT_FALSE(Tokenizer::encode("ABC").ok());
+}
+
+TEST(Tasks, AdditionAndReverseAreCorrectAndRewardExactMatch) {
+  auto add = make_addition_task();
+  std::uint64_t state = 42;
+  for (int i = 0; i < 100; ++i) {
+    Example e = add->draw(state, 3);
+    const auto plus = e.prompt.find('+');
+    const long a = std::stol(e.prompt.substr(0, plus));
+    const long b = std::stol(e.prompt.substr(plus + 1, e.prompt.size() - plus - 2));
+    EXPECT_EQ(std::to_string(a + b), e.answer);
+    EXPECT_EQ(add->reward(e, e.answer), 1.0);
+    EXPECT_EQ(add->reward(e, e.answer + "0"), 0.0);
+  }
+  auto rev = make_reverse_task();
+  Example r = rev->draw(state, 5);
+  EXPECT_EQ(r.prompt.substr(0, 2), "r:");
+  std::string letters = r.prompt.substr(2, 5);
+  EXPECT_EQ(std::string(letters.rbegin(), letters.rend()), r.answer);
+  EXPECT_FALSE(make_task("sorting").ok());
+}
+
+TEST(Tasks, SplitsAreDeterministicAndDisjoint) {
+  auto add = make_addition_task();
+  Splits a = make_splits(*add, 7, 500, 50, 1, 2);
+  Splits b = make_splits(*add, 7, 500, 50, 1, 2);
+  Splits c = make_splits(*add, 8, 500, 50, 1, 2);
+  ASSERT_EQ(a.train.size(), 500u);
+  ASSERT_EQ(a.val.size(), 50u);
+  std::set<std::string> val;
+  for (const auto& e : a.val) val.insert(e.prompt);
+  for (std::size_t i = 0; i < a.train.size(); ++i) {
+    EXPECT_EQ(a.train[i].prompt, b.train[i].prompt);
+    EXPECT_EQ(val.count(a.train[i].prompt), 0u);
+  }
+  bool differs = false;
+  for (std::size_t i = 0; i < a.train.size(); ++i)
+    differs |= a.train[i].prompt != c.train[i].prompt;
+  EXPECT_TRUE(differs);
+  auto order = epoch_order(1, 0, 100);
+  EXPECT_EQ(std::set<std::int64_t>(order.begin(), order.end()).size(), 100u);
+  EXPECT_NE(epoch_order(1, 1, 100), order);
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(sha256_hex(million),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  Sha256 h;  // split updates equal one update
+  h.update(million.substr(0, 333));
+  h.update(million.substr(333));
+  EXPECT_EQ(h.hex_digest(), sha256_hex(million));
+}
+
+TEST(Faults, ParseAndFireOncePerRunDirectory) {
+  auto f = parse_faults("crash@step=12,rank=1; slow@ms=200,rank=0 ;oom@step=3,phase=update");
+  ASSERT_TRUE(f.ok()) << f.error().str();
+  ASSERT_EQ(f->size(), 3u);
+  EXPECT_EQ((*f)[0].kind, FaultKind::kCrash);
+  EXPECT_EQ((*f)[0].step, 12);
+  EXPECT_EQ((*f)[0].rank, 1);
+  EXPECT_EQ((*f)[2].phase, "update");
+  EXPECT_FALSE(parse_faults("explode@step=1").ok());
+  EXPECT_FALSE(parse_faults("crash@step=x").ok());
+  EXPECT_FALSE(parse_faults("slow@rank=0").ok());
+  EXPECT_FALSE(parse_faults("crash@phase=lunch").ok());
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("grpo-faults-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  FaultInjector r1(*f, 1, dir);
+  EXPECT_FALSE(r1.take(FaultKind::kCrash, 11, "start"));
+  EXPECT_TRUE(r1.take(FaultKind::kCrash, 12, "start"));
+  FaultInjector again(*f, 1, dir);  // the next attempt in the same run directory
+  EXPECT_FALSE(again.take(FaultKind::kCrash, 12, "start"));
+  FaultInjector r0(*f, 0, dir);
+  EXPECT_FALSE(r0.take(FaultKind::kCrash, 12, "start"));
+  EXPECT_EQ(r0.slow_ms(5), 200);
+  EXPECT_EQ(r1.slow_ms(5), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace grpo::trainer

@@ -1,0 +1,99 @@
+// Checkpoint directories on disk: atomic commit, checksummed manifests, the `latest` pointer,
+// retention, and finding the newest checkpoint that verifies. LibTorch-free: it moves bytes; what
+// the files contain is the trainer's business (docs/checkpoint-format.md).
+//
+// Layout under `root` (<run_dir>/checkpoints):
+//   step_00000010/manifest.json   {"format": "grpo-checkpoint", "version": 1, "step": 10,
+//                                  "files": {"model.safetensors": {"bytes": N, "sha256": "..."}},
+//                                  "metadata": {...}}
+//   step_00000010/<files>
+//   latest                        "step_00000010\n", replaced atomically after the rename
+//   .tmp-step_00000010-<pid>/     a checkpoint being written (never read; removed on start)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grpo/core/result.h"
+
+namespace grpo::trainer {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// One checkpoint being written into a temporary directory.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::filesystem::path tmp_dir, std::filesystem::path final_dir,
+                   std::int64_t step);
+  const std::filesystem::path& dir() const { return tmp_dir_; }
+  std::int64_t step() const { return step_; }
+  // Writes `name` in the temporary directory, fsyncs it and records its size and SHA-256.
+  core::Status write_file(const std::string& name, std::string_view bytes);
+
+ private:
+  friend class CheckpointStore;
+  std::filesystem::path tmp_dir_;
+  std::filesystem::path final_dir_;
+  std::int64_t step_;
+  nlohmann::json files_ = nlohmann::json::object();
+};
+
+struct CheckpointInfo {
+  std::filesystem::path dir;
+  std::int64_t step = 0;
+  nlohmann::json manifest;
+};
+
+struct SkippedCheckpoint {
+  std::string path;
+  std::string reason;
+};
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::filesystem::path root);
+  const std::filesystem::path& root() const { return root_; }
+
+  static std::string dir_name(std::int64_t step);  // "step_00000010"
+
+  // Creates the temporary directory. Errors: kIo.
+  core::Result<CheckpointWriter> begin(std::int64_t step) const;
+  // Writes manifest.json (with `metadata`), fsyncs files and directories, renames the temporary
+  // directory to step_XXXXXXXX, points `latest` at it (write + fsync + rename), then deletes all
+  // but the newest keep_last checkpoints. Returns the final directory. Errors: kIo.
+  core::Result<std::filesystem::path> commit(CheckpointWriter&& writer,
+                                             const nlohmann::json& metadata,
+                                             std::int64_t keep_last) const;
+
+  // Checks a checkpoint directory: manifest present and parseable, every listed file present with
+  // the listed size and SHA-256. Errors: kNotFound, kParse, kInvalidValue (the reason).
+  core::Result<CheckpointInfo> verify(const std::filesystem::path& dir) const;
+
+  // The newest checkpoint that verifies: `latest` first, then every step_* directory from the
+  // highest step down. Each one skipped is appended to *skipped with its reason. nullopt when
+  // none verifies (or none exists).
+  std::optional<CheckpointInfo> find_latest_valid(std::vector<SkippedCheckpoint>* skipped) const;
+
+  // Committed checkpoint directories, sorted by step ascending (not verified).
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> list() const;
+
+  // Removes .tmp-* directories left by writers that died.
+  void remove_temporaries() const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+// Whole-file helpers with fsync (used by the store and the trainer).
+core::Result<std::string> read_file(const std::filesystem::path& path);
+core::Status write_file_synced(const std::filesystem::path& path, std::string_view bytes);
+core::Status fsync_dir(const std::filesystem::path& dir);
+
+}  // namespace grpo::trainer

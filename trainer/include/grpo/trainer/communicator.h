@@ -1,0 +1,47 @@
+// The data-parallel collectives the trainer needs, behind one small interface: c10d's C++ API
+// differs between LibTorch versions, and tests want a single-process implementation.
+// Every call is collective: all ranks call it in the same order. Failures (a peer died, a
+// timeout) come back as kUnavailable with c10d's message; nothing throws.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "grpo/bootstrap/bootstrap.h"
+#include "grpo/core/result.h"
+#include "grpo/trainer/torch_compat.h"
+
+namespace grpo::trainer {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string backend() const = 0;  // "single", "gloo", "nccl"
+
+  // In place, on a contiguous tensor: the element-wise sum / max over ranks.
+  virtual core::Status allreduce_sum(at::Tensor& tensor) = 0;
+  virtual core::Status allreduce_max(at::Tensor& tensor) = 0;
+  // In place: every rank ends with root's values (same shape and dtype on every rank).
+  virtual core::Status broadcast(at::Tensor& tensor, int root) = 0;
+  virtual core::Status barrier() = 0;
+};
+
+// World of one: every collective is the identity.
+std::unique_ptr<Communicator> make_single_process_communicator();
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  bool use_cuda = false;  // NCCL instead of Gloo (only when built against a CUDA LibTorch)
+};
+
+// c10d over a TCPStore: rank 0 hosts the store (at MASTER_ADDR:MASTER_PORT in env mode; on a
+// free port published through bootstrap.exchange_rendezvous under PMIx), the others connect.
+// Gloo binds to the interface named by GLOO_SOCKET_IFNAME, or to 127.0.0.1 when rank 0 is on
+// loopback, or to the host's address. Errors: kUnavailable (rendezvous or connection failed).
+core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bootstrap& bootstrap,
+                                                                   const CommOptions& options);
+
+}  // namespace grpo::trainer

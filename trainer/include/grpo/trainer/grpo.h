@@ -1,0 +1,89 @@
+// The pieces of a GRPO update that are not the model: group-normalized advantages, the batch
+// layout shared by SFT and GRPO, AdamW, and the bucketed gradient all-reduce with norm clipping.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/trainer/communicator.h"
+#include "grpo/trainer/model.h"
+#include "grpo/trainer/tensor_io.h"
+#include "grpo/trainer/torch_compat.h"
+
+namespace grpo::trainer {
+
+// rewards [B] with B = groups * n, rows of a group adjacent. (r - mean) / (std + eps) within each
+// group (unbiased std, as torch.std); without norm_by_std just r - mean. A group of one gets
+// advantage 0, as verl.
+at::Tensor group_advantages(const at::Tensor& rewards, std::int64_t n, bool norm_by_std,
+                            double eps = 1e-6);
+
+// Prompt (left-padded) followed by response (right-padded): the layout of every training
+// forward. Response token t sits at slot P + t and is predicted from slot P + t - 1.
+struct SequenceBatch {
+  at::Tensor tokens;          // [B, P + R] int64
+  at::Tensor valid;           // [B, P + R] bool
+  at::Tensor positions;       // [B, P + R] int64
+  at::Tensor response;        // [B, R] int64
+  at::Tensor response_valid;  // [B, R] bool
+  std::int64_t prompt_len = 0;
+
+  std::int64_t rows() const { return tokens.size(0); }
+  SequenceBatch slice(std::int64_t begin, std::int64_t end) const;
+};
+SequenceBatch make_sequence_batch(const at::Tensor& prompt, const at::Tensor& prompt_valid,
+                                  const at::Tensor& response, const at::Tensor& response_valid);
+
+struct ResponseStates {
+  at::Tensor hidden;    // [N, H]: the states that predict the N valid response tokens
+  at::Tensor tokens;    // [N] int64
+  at::Tensor aux_loss;  // scalar (MoE load-balancing loss of this forward)
+  at::Tensor index;     // [N] int64: flat index into [B, R] of each valid token
+};
+ResponseStates response_states(QwenModel& model, const SequenceBatch& batch);
+
+// Per-token log-probs [B, R] (0 at invalid slots) under `model`, in micro batches, no grad.
+at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::int64_t micro_rows,
+                             double temperature);
+
+struct AdamWOptions {
+  double lr = 1e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+};
+
+// torch.optim.AdamW's update (decoupled weight decay, bias correction), one tensor at a time.
+// A parameter without a gradient is treated as having a zero gradient.
+class AdamW {
+ public:
+  explicit AdamW(NamedTensors params);
+  void step(const AdamWOptions& options);
+  void zero_grad();
+  void reset();  // forget the moments and the step count
+  std::int64_t steps() const { return steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+  // "exp_avg.<name>" and "exp_avg_sq.<name>" for every parameter; the tensors alias the
+  // optimizer's own (copying into them restores a checkpoint).
+  NamedTensors state() const;
+  core::Status load_state(const NamedTensors& state, std::int64_t steps);
+  const NamedTensors& params() const { return params_; }
+
+ private:
+  NamedTensors params_;
+  std::vector<at::Tensor> exp_avg_;
+  std::vector<at::Tensor> exp_avg_sq_;
+  std::int64_t steps_ = 0;
+};
+
+// Averages every parameter's gradient over the ranks (flattened into buckets of about
+// bucket_bytes), then clips the global norm to max_norm. Returns the norm before clipping.
+// Undefined gradients become zeros first. Errors: the communicator's.
+core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
+                                               std::int64_t bucket_bytes, double max_norm);
+
+}  // namespace grpo::trainer

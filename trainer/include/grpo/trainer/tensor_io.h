@@ -1,0 +1,29 @@
+// Named tensors to and from the safetensors format (an 8-byte little-endian header length, a
+// JSON header of {name: {dtype, shape, data_offsets}} and "__metadata__", then raw bytes).
+// Independent of LibTorch's own pickle format, so checkpoints read the same in 1.13 and 2.x and
+// from Python's safetensors package.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/trainer/torch_compat.h"
+
+namespace grpo::trainer {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// Tensors are written in the given order (CPU copies of contiguous data).
+std::string to_safetensors(const NamedTensors& tensors,
+                           const std::map<std::string, std::string>& metadata = {});
+// Errors: kParse for a malformed file (bad header, offsets out of range, unknown dtype).
+core::Result<NamedTensors> from_safetensors(std::string_view bytes);
+
+// SHA-256 over every tensor's name and raw bytes, in order: equal iff byte-identical weights.
+std::string tensors_sha256(const NamedTensors& tensors);
+
+}  // namespace grpo::trainer

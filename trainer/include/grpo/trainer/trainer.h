@@ -1,0 +1,32 @@
+// grpo-trainer's entry points. LibTorch-free: the executable's main() and the tests include this
+// without paying for torch headers. Behaviour: docs/trainer.md.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace grpo::trainer {
+
+struct TrainerOptions {
+  std::string config_file;             // TOML; empty: defaults only
+  std::vector<std::string> overrides;  // "key=value", applied after the file
+  std::string model;                   // name or spec file; overrides actor_rollout_ref.model.path
+  std::string profile_dir;             // where model names are looked up; empty: built-in default
+  std::filesystem::path run_dir = "runs/grpo-trainer";
+  std::string resume = "auto";      // auto | none | PATH (maps to trainer.resume_mode)
+  std::string log_level = "info";   // trace | debug | info | warn | error | off
+  std::vector<std::string> faults;  // fault specs (GRPO_FAULT is appended)
+};
+
+// Runs training to the end. Never throws; returns an exit code from exit_codes.h.
+int run_trainer(const TrainerOptions& options);
+
+// Parses argv (CLI11) and calls run_trainer. --help / --version exit 0; bad flags exit 2.
+int run_trainer_cli(int argc, char** argv);
+
+// The directory model names are resolved in when --profile-dir is not given: $GRPO_PROFILE_DIR,
+// else the source tree's profiles/models.
+std::filesystem::path default_model_dir();
+
+}  // namespace grpo::trainer

@@ -1,0 +1,241 @@
+#include "grpo/trainer/checkpoint_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "grpo/trainer/sha256.h"
+
+namespace grpo::trainer {
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::make_error;
+
+namespace {
+
+core::Error io_error(const std::string& what, const fs::path& path, int err) {
+  return make_error(ErrorKind::kIo, what + " " + path.string() + ": " + std::strerror(err));
+}
+
+std::optional<std::int64_t> step_of(const std::string& name) {
+  if (name.rfind("step_", 0) != 0 || name.size() <= 5) return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+core::Result<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorKind::kNotFound, "cannot open " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return io_error("cannot read", path, errno);
+  return ss.str();
+}
+
+core::Status write_file_synced(const fs::path& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error("cannot create", path, errno);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return io_error("cannot write", path, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return io_error("cannot fsync", path, err);
+  }
+  if (::close(fd) != 0) return io_error("cannot close", path, errno);
+  return core::ok_status();
+}
+
+core::Status fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error("cannot open directory", dir, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return io_error("cannot fsync directory", dir, err);
+  return core::ok_status();
+}
+
+CheckpointWriter::CheckpointWriter(fs::path tmp_dir, fs::path final_dir, std::int64_t step)
+    : tmp_dir_(std::move(tmp_dir)), final_dir_(std::move(final_dir)), step_(step) {}
+
+core::Status CheckpointWriter::write_file(const std::string& name, std::string_view bytes) {
+  GRPO_TRY_STATUS(write_file_synced(tmp_dir_ / name, bytes));
+  files_[name] = {{"bytes", bytes.size()}, {"sha256", sha256_hex(bytes)}};
+  return core::ok_status();
+}
+
+CheckpointStore::CheckpointStore(fs::path root) : root_(std::move(root)) {}
+
+std::string CheckpointStore::dir_name(std::int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+core::Result<CheckpointWriter> CheckpointStore::begin(std::int64_t step) const {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec)
+    return make_error(ErrorKind::kIo, "cannot create " + root_.string() + ": " + ec.message());
+  const fs::path tmp = root_ / (".tmp-" + dir_name(step) + "-" + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) return make_error(ErrorKind::kIo, "cannot create " + tmp.string() + ": " + ec.message());
+  return CheckpointWriter(tmp, root_ / dir_name(step), step);
+}
+
+core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohmann::json& metadata,
+                                               std::int64_t keep_last) const {
+  nlohmann::json manifest = {{"format", "grpo-checkpoint"},
+                             {"version", kCheckpointFormatVersion},
+                             {"step", w.step_},
+                             {"files", w.files_},
+                             {"metadata", metadata}};
+  GRPO_TRY_STATUS(write_file_synced(w.tmp_dir_ / "manifest.json", manifest.dump(2) + "\n"));
+  GRPO_TRY_STATUS(fsync_dir(w.tmp_dir_));
+
+  std::error_code ec;
+  if (fs::exists(w.final_dir_)) {
+    // A checkpoint of the same step from an earlier attempt: replace it.
+    const fs::path old = root_ / (".tmp-replaced-" + dir_name(w.step_));
+    fs::remove_all(old, ec);
+    fs::rename(w.final_dir_, old, ec);
+    fs::remove_all(old, ec);
+  }
+  fs::rename(w.tmp_dir_, w.final_dir_, ec);
+  if (ec) {
+    return make_error(ErrorKind::kIo, "cannot rename " + w.tmp_dir_.string() + " to " +
+                                          w.final_dir_.string() + ": " + ec.message());
+  }
+  GRPO_TRY_STATUS(fsync_dir(root_));
+
+  const fs::path latest_tmp = root_ / ".latest.tmp";
+  GRPO_TRY_STATUS(write_file_synced(latest_tmp, dir_name(w.step_) + "\n"));
+  fs::rename(latest_tmp, root_ / "latest", ec);
+  if (ec) return make_error(ErrorKind::kIo, "cannot update latest: " + ec.message());
+  GRPO_TRY_STATUS(fsync_dir(root_));
+
+  auto all = list();
+  const auto keep = static_cast<std::size_t>(std::max<std::int64_t>(keep_last, 1));
+  for (std::size_t i = 0; i + keep < all.size(); ++i) {
+    if (all[i].second == w.final_dir_) continue;
+    fs::remove_all(all[i].second, ec);
+  }
+  return w.final_dir_;
+}
+
+core::Result<CheckpointInfo> CheckpointStore::verify(const fs::path& dir) const {
+  auto text = read_file(dir / "manifest.json");
+  if (!text.ok()) return make_error(ErrorKind::kNotFound, "no manifest.json");
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorKind::kParse, std::string("manifest.json does not parse: ") + e.what());
+  }
+  if (!manifest.is_object() || manifest.value("format", "") != "grpo-checkpoint" ||
+      !manifest.contains("files") || !manifest["files"].is_object() || !manifest.contains("step") ||
+      !manifest["step"].is_number_integer()) {
+    return make_error(ErrorKind::kParse, "manifest.json is not a grpo-checkpoint manifest");
+  }
+  if (manifest.value("version", 0) != kCheckpointFormatVersion) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "unsupported checkpoint version " + manifest["version"].dump());
+  }
+  for (const auto& [name, entry] : manifest["files"].items()) {
+    auto bytes = read_file(dir / name);
+    if (!bytes.ok()) return make_error(ErrorKind::kNotFound, "missing file " + name);
+    if (bytes->size() != entry.value("bytes", std::size_t{0})) {
+      return make_error(ErrorKind::kInvalidValue, name + ": size " + std::to_string(bytes->size()) +
+                                                      " != manifest " + entry["bytes"].dump());
+    }
+    if (sha256_hex(*bytes) != entry.value("sha256", "")) {
+      return make_error(ErrorKind::kInvalidValue, name + ": SHA-256 does not match the manifest");
+    }
+  }
+  return CheckpointInfo{dir, manifest["step"].get<std::int64_t>(), manifest};
+}
+
+std::vector<std::pair<std::int64_t, fs::path>> CheckpointStore::list() const {
+  std::vector<std::pair<std::int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (!entry.is_directory()) continue;
+    if (auto step = step_of(entry.path().filename().string())) {
+      out.emplace_back(*step, entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<CheckpointInfo> CheckpointStore::find_latest_valid(
+    std::vector<SkippedCheckpoint>* skipped) const {
+  std::vector<fs::path> candidates;
+  if (auto latest = read_file(root_ / "latest"); latest.ok()) {
+    std::string name = *latest;
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    if (step_of(name)) candidates.push_back(root_ / name);
+  }
+  auto all = list();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (std::find(candidates.begin(), candidates.end(), it->second) == candidates.end()) {
+      candidates.push_back(it->second);
+    }
+  }
+  // `latest` is a hint: a newer directory that verifies (latest not yet updated) still wins.
+  std::optional<CheckpointInfo> best;
+  std::vector<SkippedCheckpoint> local;
+  for (const fs::path& dir : candidates) {
+    if (best && step_of(dir.filename().string()).value_or(0) <= best->step) continue;
+    auto info = verify(dir);
+    if (info.ok()) {
+      best = std::move(info).value();
+    } else {
+      local.push_back({dir.string(), info.error().message});
+    }
+  }
+  if (skipped != nullptr) {
+    for (auto& s : local) {
+      if (!best || step_of(fs::path(s.path).filename().string()).value_or(0) > best->step) {
+        skipped->push_back(std::move(s));
+      }
+    }
+  }
+  return best;
+}
+
+void CheckpointStore::remove_temporaries() const {
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return;
+  std::vector<fs::path> doomed;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (entry.path().filename().string().rfind(".tmp-", 0) == 0) doomed.push_back(entry.path());
+  }
+  for (const auto& p : doomed) fs::remove_all(p, ec);
+}
+
+}  // namespace grpo::trainer

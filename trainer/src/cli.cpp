@@ -1,0 +1,58 @@
+// grpo-trainer's command line (CLI11). Exit codes: exit_codes.h.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "grpo/trainer/config.h"
+#include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/trainer.h"
+#include "grpo/trainer/version.h"
+
+namespace grpo::trainer {
+
+int run_trainer_cli(int argc, char** argv) {
+  CLI::App app{
+      "grpo-trainer: the embedded GRPO trainer (LibTorch). Rank and rendezvous come from PMIx or "
+      "the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
+      "Events: one JSON object per line on stdout (docs/telemetry.md); logs on stderr.\n"
+      "Exit codes: 0 done, 1 internal error, 2 usage/config error, 3 I/O error, 4 communication "
+      "failure, 5 out of memory, 6 injected crash, 7 stopped on request."};
+  app.set_version_flag("--version", std::string("grpo-trainer ") + std::string(version()));
+  TrainerOptions o;
+  std::string run_dir = o.run_dir.string();
+  bool list_keys = false;
+  app.add_option("--config", o.config_file, "TOML config file (verl-style keys)");
+  app.add_option("--set", o.overrides, "override one setting: key=value (repeatable)");
+  app.add_option("--model", o.model, "model name (PROFILE_DIR/models/NAME.toml) or spec file");
+  app.add_option("--profile-dir", o.profile_dir,
+                 "profiles directory holding models/ (default: $GRPO_PROFILE_DIR or the source "
+                 "tree's profiles/)");
+  app.add_option("--run-dir", run_dir, "run directory: checkpoints/, control/, faults/")
+      ->capture_default_str();
+  app.add_option("--resume", o.resume,
+                 "auto (newest valid checkpoint), none, or a checkpoint "
+                 "directory")
+      ->capture_default_str();
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--fault", o.faults,
+                 "inject a fault, e.g. crash@step=12,rank=1 (repeatable; also GRPO_FAULT)");
+  app.add_flag("--list-keys", list_keys, "print every config key with its default and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (list_keys) {
+    for (const ConfigKey& k : config_keys()) {
+      std::cout << k.name << " = " << k.default_text << "  # " << k.type << ": " << k.doc << "\n";
+    }
+    return kExitOk;
+  }
+  o.run_dir = run_dir;
+  return run_trainer(o);
+}
+
+}  // namespace grpo::trainer

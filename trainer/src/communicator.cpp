@@ -1,0 +1,149 @@
+#define GRPO_COMPAT_C10D
+#include "grpo/trainer/communicator.h"
+
+#include <cstdlib>
+
+namespace grpo::trainer {
+namespace {
+
+using core::ErrorKind;
+using core::make_error;
+
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  std::string backend() const override { return "single"; }
+  core::Status allreduce_sum(at::Tensor&) override { return core::ok_status(); }
+  core::Status allreduce_max(at::Tensor&) override { return core::ok_status(); }
+  core::Status broadcast(at::Tensor&, int) override { return core::ok_status(); }
+  core::Status barrier() override { return core::ok_status(); }
+};
+
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<compat::GroupBase> pg,
+                   int rank, int world, std::string backend)
+      : store_(std::move(store)),
+        pg_(std::move(pg)),
+        rank_(rank),
+        world_(world),
+        backend_(std::move(backend)) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string backend() const override { return backend_; }
+
+  core::Status allreduce_sum(at::Tensor& t) override { return allreduce(t, c10d::ReduceOp::SUM); }
+  core::Status allreduce_max(at::Tensor& t) override { return allreduce(t, c10d::ReduceOp::MAX); }
+
+  core::Status broadcast(at::Tensor& t, int root) override {
+    return guarded("broadcast", [&] {
+      std::vector<at::Tensor> v{t};
+      c10d::BroadcastOptions opts;
+      opts.rootRank = root;
+      pg_->broadcast(v, opts)->wait();
+    });
+  }
+
+  core::Status barrier() override {
+    // A tiny all-reduce instead of c10d's barrier, whose device handling differs by version.
+    at::Tensor t = at::zeros({1}, at::kFloat);
+    return allreduce(t, c10d::ReduceOp::SUM);
+  }
+
+ private:
+  core::Status allreduce(at::Tensor& t, c10d::ReduceOp op) {
+    return guarded("all-reduce", [&] {
+      std::vector<at::Tensor> v{t};
+      c10d::AllreduceOptions opts;
+      opts.reduceOp = op;
+      pg_->allreduce(v, opts)->wait();
+    });
+  }
+
+  template <typename F>
+  core::Status guarded(const char* what, F&& f) {
+    try {
+      f();
+      return core::ok_status();
+    } catch (const c10::Error& e) {
+      return make_error(ErrorKind::kUnavailable,
+                        std::string(what) + " failed: " + compat::error_text(e));
+    } catch (const std::exception& e) {
+      return make_error(ErrorKind::kUnavailable, std::string(what) + " failed: " + e.what());
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<compat::GroupBase> pg_;
+  int rank_;
+  int world_;
+  std::string backend_;
+};
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_single_process_communicator() {
+  return std::make_unique<SingleProcessCommunicator>();
+}
+
+core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bootstrap& boot,
+                                                                   const CommOptions& options) {
+  const bootstrap::WorldInfo& w = boot.world();
+  try {
+    c10::intrusive_ptr<c10d::TCPStore> store;
+    bootstrap::Endpoint endpoint;
+    if (w.global_rank == 0) {
+      const std::string host = w.fixed_rendezvous ? w.fixed_rendezvous->host : w.hostname;
+      const std::uint16_t port = w.fixed_rendezvous ? w.fixed_rendezvous->port : 0;
+      store = compat::make_tcp_store(host, port, /*is_server=*/true, w.world_size, options.timeout);
+      endpoint = bootstrap::Endpoint{host, store->getPort()};
+      auto published = boot.exchange_rendezvous(endpoint);
+      if (!published.ok()) return published.error();
+    } else {
+      auto published = boot.exchange_rendezvous(std::nullopt);
+      if (!published.ok()) return published.error();
+      endpoint = *published;
+      store = compat::make_tcp_store(endpoint.host, endpoint.port, /*is_server=*/false,
+                                     w.world_size, options.timeout);
+    }
+
+    c10::intrusive_ptr<compat::GroupBase> pg;
+    std::string backend;
+    if (options.use_cuda) {
+#if defined(USE_C10D_NCCL)
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = options.timeout;
+      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, w.global_rank, w.world_size, opts);
+      backend = "nccl";
+#else
+      return make_error(ErrorKind::kInvalidValue,
+                        "this grpo-trainer was built against a LibTorch without NCCL");
+#endif
+    } else {
+      auto opts = compat::GlooGroup::Options::create(options.timeout);
+      if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+        opts->devices.push_back(compat::GlooGroup::createDeviceForInterface(ifname));
+      } else if (is_loopback(endpoint.host)) {
+        opts->devices.push_back(compat::GlooGroup::createDeviceForHostname("127.0.0.1"));
+      } else {
+        opts->devices.push_back(compat::GlooGroup::createDefaultDevice());
+      }
+      pg = c10::make_intrusive<compat::GlooGroup>(store, w.global_rank, w.world_size, opts);
+      backend = "gloo";
+    }
+    return std::unique_ptr<Communicator>(
+        std::make_unique<C10dCommunicator>(store, pg, w.global_rank, w.world_size, backend));
+  } catch (const c10::Error& e) {
+    return make_error(ErrorKind::kUnavailable, "rendezvous failed: " + compat::error_text(e));
+  } catch (const std::exception& e) {
+    return make_error(ErrorKind::kUnavailable, std::string("rendezvous failed: ") + e.what());
+  }
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,185 @@
+#include "grpo/trainer/grpo.h"
+
+#include <cmath>
+
+#include "grpo/trainer/rollout.h"
+
+namespace grpo::trainer {
+
+at::Tensor group_advantages(const at::Tensor& rewards, std::int64_t n, bool norm_by_std,
+                            double eps) {
+  at::Tensor r = rewards.to(at::kFloat).view({-1, n});
+  if (n == 1) return at::zeros_like(rewards, at::kFloat);
+  at::Tensor centred = r - r.mean(1, /*keepdim=*/true);
+  if (norm_by_std) centred = centred / (r.std(1, /*unbiased=*/true, /*keepdim=*/true) + eps);
+  return centred.reshape({-1});
+}
+
+SequenceBatch SequenceBatch::slice(std::int64_t begin, std::int64_t end) const {
+  const std::int64_t n = end - begin;
+  return SequenceBatch{tokens.narrow(0, begin, n),         valid.narrow(0, begin, n),
+                       positions.narrow(0, begin, n),      response.narrow(0, begin, n),
+                       response_valid.narrow(0, begin, n), prompt_len};
+}
+
+SequenceBatch make_sequence_batch(const at::Tensor& prompt, const at::Tensor& prompt_valid,
+                                  const at::Tensor& response, const at::Tensor& response_valid) {
+  SequenceBatch b;
+  b.tokens = at::cat({prompt, response}, 1);
+  b.valid = at::cat({prompt_valid, response_valid}, 1);
+  b.positions = positions_from_valid(b.valid);
+  b.response = response;
+  b.response_valid = response_valid;
+  b.prompt_len = prompt.size(1);
+  return b;
+}
+
+ResponseStates response_states(QwenModel& model, const SequenceBatch& batch) {
+  ModelOutput out = model.forward(batch.tokens, batch.positions, batch.valid, batch.valid, nullptr);
+  const std::int64_t r = batch.response.size(1);
+  const std::int64_t h = out.hidden.size(-1);
+  at::Tensor states = out.hidden.narrow(1, batch.prompt_len - 1, r).reshape({-1, h});
+  ResponseStates s;
+  s.index = at::nonzero(batch.response_valid.reshape({-1})).squeeze(1);
+  s.hidden = states.index_select(0, s.index);
+  s.tokens = batch.response.reshape({-1}).index_select(0, s.index);
+  s.aux_loss = out.aux_loss;
+  return s;
+}
+
+at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::int64_t micro_rows,
+                             double temperature) {
+  torch::NoGradGuard no_grad;
+  const std::int64_t rows = batch.rows();
+  const std::int64_t r = batch.response.size(1);
+  at::Tensor out = at::zeros({rows, r}, at::kFloat);
+  for (std::int64_t begin = 0; begin < rows; begin += micro_rows) {
+    const std::int64_t end = std::min(rows, begin + micro_rows);
+    SequenceBatch mb = batch.slice(begin, end);
+    ResponseStates s = response_states(model, mb);
+    at::Tensor lp = model.ops()
+                        .token_logprobs(s.hidden, model.lm_head_weight(), s.tokens, temperature,
+                                        /*with_entropy=*/false)
+                        .logprobs;
+    at::Tensor flat = at::zeros({(end - begin) * r}, at::kFloat);
+    flat.index_copy_(0, s.index, lp.to(at::kFloat));
+    out.narrow(0, begin, end - begin).copy_(flat.view({end - begin, r}));
+  }
+  return out;
+}
+
+AdamW::AdamW(NamedTensors params) : params_(std::move(params)) {
+  reset();
+}
+
+void AdamW::reset() {
+  exp_avg_.clear();
+  exp_avg_sq_.clear();
+  for (const auto& [name, p] : params_) {
+    exp_avg_.push_back(at::zeros_like(p));
+    exp_avg_sq_.push_back(at::zeros_like(p));
+  }
+  steps_ = 0;
+}
+
+void AdamW::zero_grad() {
+  for (auto& [name, p] : params_) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+}
+
+void AdamW::step(const AdamWOptions& o) {
+  torch::NoGradGuard no_grad;
+  ++steps_;
+  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(steps_));
+  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(steps_));
+  const double step_size = o.lr / bc1;
+  const double bc2_sqrt = std::sqrt(bc2);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& p = params_[i].second;
+    at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
+    p.mul_(1.0 - o.lr * o.weight_decay);
+    exp_avg_[i].mul_(o.beta1).add_(g, 1.0 - o.beta1);
+    exp_avg_sq_[i].mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
+    at::Tensor denom = (exp_avg_sq_[i].sqrt() / bc2_sqrt).add_(o.eps);
+    p.addcdiv_(exp_avg_[i], denom, -step_size);
+  }
+}
+
+NamedTensors AdamW::state() const {
+  NamedTensors out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back("exp_avg." + params_[i].first, exp_avg_[i]);
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back("exp_avg_sq." + params_[i].first, exp_avg_sq_[i]);
+  }
+  return out;
+}
+
+core::Status AdamW::load_state(const NamedTensors& state, std::int64_t steps) {
+  std::map<std::string, at::Tensor> by_name(state.begin(), state.end());
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    for (auto [prefix, dst] :
+         {std::pair{"exp_avg.", &exp_avg_[i]}, std::pair{"exp_avg_sq.", &exp_avg_sq_[i]}}) {
+      auto it = by_name.find(prefix + params_[i].first);
+      if (it == by_name.end() || !it->second.sizes().equals(dst->sizes())) {
+        return core::make_error(
+            core::ErrorKind::kInvalidValue,
+            "optimizer state lacks or mismatches " + std::string(prefix) + params_[i].first);
+      }
+      dst->copy_(it->second);
+    }
+  }
+  steps_ = steps;
+  return core::ok_status();
+}
+
+core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
+                                               std::int64_t bucket_bytes, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (const auto& [name, p] : params) {
+    at::Tensor& p_ref = const_cast<at::Tensor&>(p);
+    if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
+    grads.push_back(p_ref.grad());
+  }
+  const int world = comm.world_size();
+  if (world > 1) {
+    std::size_t i = 0;
+    while (i < grads.size()) {
+      std::size_t j = i;
+      std::int64_t bytes = 0;
+      std::vector<at::Tensor> flat_parts;
+      while (j < grads.size() &&
+             (j == i || bytes + static_cast<std::int64_t>(grads[j].nbytes()) <= bucket_bytes)) {
+        bytes += static_cast<std::int64_t>(grads[j].nbytes());
+        flat_parts.push_back(grads[j].reshape({-1}));
+        ++j;
+      }
+      at::Tensor bucket = at::cat(flat_parts);
+      GRPO_TRY_STATUS(comm.allreduce_sum(bucket));
+      bucket.div_(static_cast<double>(world));
+      std::int64_t off = 0;
+      for (std::size_t k = i; k < j; ++k) {
+        const std::int64_t n = grads[k].numel();
+        grads[k].copy_(bucket.narrow(0, off, n).view(grads[k].sizes()));
+        off += n;
+      }
+      i = j;
+    }
+  }
+  std::vector<at::Tensor> norms;
+  for (const at::Tensor& g : grads) norms.push_back(g.norm(2).to(at::kDouble));
+  const double total = at::stack(norms).norm(2).item<double>();
+  if (std::isfinite(total)) {
+    const double coef = max_norm / (total + 1e-6);
+    if (coef < 1.0) {
+      for (at::Tensor& g : grads) g.mul_(coef);
+    }
+  }
+  return total;
+}
+
+}  // namespace grpo::trainer

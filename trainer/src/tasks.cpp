@@ -1,0 +1,150 @@
+#include "grpo/trainer/tasks.h"
+
+#include <algorithm>
+#include <set>
+
+namespace grpo::trainer {
+namespace {
+
+constexpr std::string_view kAlphabet =
+    "0123456789abcdefghijklmnopqrstuvwxyz+-*=>< :?,.()|#!/_[]{}&%$";
+static_assert(kAlphabet.size() == Tokenizer::kVocabSize - 3);
+
+std::uint64_t uniform(std::uint64_t& state, std::uint64_t n) {
+  return splitmix64(state) % n;
+}
+
+std::string number_with_digits(std::uint64_t& state, std::int64_t digits) {
+  std::string s;
+  s += static_cast<char>('0' + (digits == 1 ? uniform(state, 10) : 1 + uniform(state, 9)));
+  for (std::int64_t i = 1; i < digits; ++i) s += static_cast<char>('0' + uniform(state, 10));
+  return s;
+}
+
+std::string add_decimal(const std::string& a, const std::string& b) {
+  std::string out;
+  int carry = 0;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()) || carry; ++i) {
+    int d = carry;
+    if (i < a.size()) d += a[a.size() - 1 - i] - '0';
+    if (i < b.size()) d += b[b.size() - 1 - i] - '0';
+    out += static_cast<char>('0' + d % 10);
+    carry = d / 10;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+class AdditionTask final : public Task {
+ public:
+  std::string_view name() const override { return "addition"; }
+  Example draw(std::uint64_t& state, std::int64_t size) const override {
+    const std::string a = number_with_digits(state, size);
+    const std::string b = number_with_digits(state, size);
+    return Example{a + "+" + b + "=", add_decimal(a, b)};
+  }
+};
+
+class ReverseTask final : public Task {
+ public:
+  std::string_view name() const override { return "reverse"; }
+  Example draw(std::uint64_t& state, std::int64_t size) const override {
+    std::string s;
+    for (std::int64_t i = 0; i < size; ++i) s += static_cast<char>('a' + uniform(state, 26));
+    std::string r(s.rbegin(), s.rend());
+    return Example{"r:" + s + "=", r};
+  }
+};
+
+}  // namespace
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string_view Tokenizer::alphabet() {
+  return kAlphabet;
+}
+
+core::Result<std::vector<std::int64_t>> Tokenizer::encode(std::string_view text) {
+  std::vector<std::int64_t> ids;
+  ids.reserve(text.size());
+  for (char c : text) {
+    const auto pos = kAlphabet.find(c);
+    if (pos == std::string_view::npos) {
+      return core::make_error(core::ErrorKind::kInvalidValue,
+                              std::string("character '") + c + "' is not in the vocabulary");
+    }
+    ids.push_back(static_cast<std::int64_t>(pos) + 3);
+  }
+  return ids;
+}
+
+char Tokenizer::to_char(std::int64_t id) {
+  if (id < 3 || id >= kVocabSize) return '\0';
+  return kAlphabet[static_cast<std::size_t>(id - 3)];
+}
+
+std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) {
+  std::string out;
+  for (std::int64_t id : ids) {
+    if (id == kEos) break;
+    if (id == kPad || id == kBos) continue;
+    const char c = to_char(id);
+    out += c == '\0' ? '?' : c;
+  }
+  return out;
+}
+
+std::unique_ptr<Task> make_addition_task() {
+  return std::make_unique<AdditionTask>();
+}
+std::unique_ptr<Task> make_reverse_task() {
+  return std::make_unique<ReverseTask>();
+}
+
+core::Result<std::unique_ptr<Task>> make_task(std::string_view name) {
+  if (name == "addition") return make_addition_task();
+  if (name == "reverse") return make_reverse_task();
+  return core::make_error(core::ErrorKind::kInvalidValue,
+                          "unknown task '" + std::string(name) + "' (addition, reverse)");
+}
+
+Splits make_splits(const Task& task, std::uint64_t seed, std::int64_t train_size,
+                   std::int64_t val_size, std::int64_t min_len, std::int64_t max_len) {
+  Splits s;
+  std::uint64_t state = seed * 0x2545f4914f6cdd1dULL + 0x1234567ULL;
+  const auto span = static_cast<std::uint64_t>(max_len - min_len + 1);
+  auto draw = [&] {
+    const auto size = min_len + static_cast<std::int64_t>(uniform(state, span));
+    return task.draw(state, size);
+  };
+  std::set<std::string> val_prompts;
+  // Validation first; bounded attempts so tiny example spaces cannot loop forever.
+  for (std::int64_t tries = 0; std::ssize(s.val) < val_size && tries < 100 * val_size; ++tries) {
+    Example e = draw();
+    if (val_prompts.insert(e.prompt).second) s.val.push_back(std::move(e));
+  }
+  for (std::int64_t tries = 0; std::ssize(s.train) < train_size && tries < 100 * train_size;
+       ++tries) {
+    Example e = draw();
+    if (!val_prompts.count(e.prompt)) s.train.push_back(std::move(e));
+  }
+  return s;
+}
+
+std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t size) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
+  for (std::int64_t i = 0; i < size; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::uint64_t state = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(epoch + 1));
+  for (std::int64_t i = size - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(uniform(state, static_cast<std::uint64_t>(i + 1)));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+}  // namespace grpo::trainer
