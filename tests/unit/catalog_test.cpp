@@ -92,7 +92,8 @@ TEST(Catalog, EveryShippedModelMatchesItsPublishedTotalWithinOnePercent) {
     if (m->published_params == 0) continue;
     const double total = static_cast<double>(count_params(*m).total());
     const double published = static_cast<double>(m->published_params);
-    EXPECT_LT(std::fabs(total - published) / published, 0.01) << n << ": " << total << " vs " << published;
+    EXPECT_LT(std::fabs(total - published) / published, 0.01)
+        << n << ": " << total << " vs " << published;
     ++checked;
   }
   EXPECT_GE(checked, 6);
@@ -135,7 +136,8 @@ TEST(Catalog, MalformedTomlReportsFileLineColumn) {
   EXPECT_EQ(c.error().where.column, 9u);  // where the value should start
   EXPECT_EQ(c.error().str().find('\n'), std::string::npos);
   EXPECT_EQ(c.error().str(),
-            "bad.toml:2:9: missing value after key-value separator '=' (expected value, but got nothing)");
+            "bad.toml:2:9: missing value after key-value separator '=' (expected value, but got "
+            "nothing)");
 }
 
 TEST(Catalog, UnknownKeySuggestsTheClosestKnownOne) {
@@ -144,14 +146,16 @@ TEST(Catalog, UnknownKeySuggestsTheClosestKnownOne) {
   auto c = load_cluster(p, "typo");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::kUnknownKey);
-  EXPECT_NE(c.error().message.find("did you mean 'gpus_per_node'"), std::string::npos) << c.error().str();
+  EXPECT_NE(c.error().message.find("did you mean 'gpus_per_node'"), std::string::npos)
+      << c.error().str();
   EXPECT_EQ(c.error().where.line, 1u);
   // A key inside a table is named with its table.
   p.add(CatalogKind::kCluster, "typo2", std::string(kMinimalCluster) + "intra_node_gpbs = 3\n");
   auto t = load_cluster(p, "typo2");
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.error().str(),
-            "typo2.toml:17:19: unknown key 'network.intra_node_gpbs' (did you mean 'intra_node_gbps'?)");
+  EXPECT_EQ(
+      t.error().str(),
+      "typo2.toml:17:19: unknown key 'network.intra_node_gpbs' (did you mean 'intra_node_gbps'?)");
 }
 
 TEST(Catalog, WrongTypeNamesTheKeyAndLocation) {
@@ -235,7 +239,8 @@ TEST(Catalog, BadSetOverridesAreOneLineErrors) {
   auto bad_type = load_cluster(shipped(), "a100x8", {{"nodes", "many"}});
   ASSERT_FALSE(bad_type.ok());
   EXPECT_EQ(bad_type.error().kind, ErrorKind::kWrongType);
-  EXPECT_NE(bad_type.error().str().find("--set nodes=many"), std::string::npos) << bad_type.error().str();
+  EXPECT_NE(bad_type.error().str().find("--set nodes=many"), std::string::npos)
+      << bad_type.error().str();
   auto unknown = load_cluster(shipped(), "a100x8", {{"device.memroy_gib", "40"}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().kind, ErrorKind::kUnknownKey);
@@ -257,16 +262,18 @@ TEST(Catalog, ModelValidation) {
   EXPECT_NE(m.error().message.find("multiple of num_kv_heads"), std::string::npos);
   p.add(CatalogKind::kModel, "k", "name = \"k\"\nhidden_size = 64\n");
   EXPECT_EQ(load_model(p, "k").error().kind, ErrorKind::kMissingKey);
-  p.add(CatalogKind::kModel, "e",
-        "name = \"e\"\nhidden_size = 64\nnum_layers = 2\nnum_attention_heads = 4\nnum_kv_heads = 2\n"
-        "ffn_hidden_size = 128\nvocab_size = 100\n[moe]\nnum_experts = 4\nexperts_per_token = 5\n"
-        "moe_ffn_hidden_size = 32\n");
+  p.add(
+      CatalogKind::kModel, "e",
+      "name = \"e\"\nhidden_size = 64\nnum_layers = 2\nnum_attention_heads = 4\nnum_kv_heads = 2\n"
+      "ffn_hidden_size = 128\nvocab_size = 100\n[moe]\nnum_experts = 4\nexperts_per_token = 5\n"
+      "moe_ffn_hidden_size = 32\n");
   EXPECT_EQ(load_model(p, "e").error().kind, ErrorKind::kInvalidValue);
 }
 
 TEST(Catalog, HugeOrDeeplyNestedDocumentsAreRefused) {
   MemorySourceProvider p;
-  p.add(CatalogKind::kCluster, "deep", "x = " + std::string(200, '[') + std::string(200, ']') + "\n");
+  p.add(CatalogKind::kCluster, "deep",
+        "x = " + std::string(200, '[') + std::string(200, ']') + "\n");
   auto c = load_cluster(p, "deep");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind, ErrorKind::kParse);

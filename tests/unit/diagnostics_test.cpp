@@ -21,11 +21,12 @@ Layout layout(int tp, int pp, int dp, int ep = 1, int etp = 1, int micro = 1, in
 }
 
 bool has(const std::vector<Diagnostic>& diags, DiagCode code) {
-  return std::any_of(diags.begin(), diags.end(), [&](const Diagnostic& d) { return d.code == code; });
+  return std::any_of(diags.begin(), diags.end(),
+                     [&](const Diagnostic& d) { return d.code == code; });
 }
 
-std::vector<Diagnostic> legality(const std::string& model, const std::string& cluster, const Layout& l,
-                                 std::vector<Override> sets = {}) {
+std::vector<Diagnostic> legality(const std::string& model, const std::string& cluster,
+                                 const Layout& l, std::vector<Override> sets = {}) {
   const auto c = test::cluster(cluster, std::move(sets));
   return check_legality(test::model(model), c, c.grpo, l);
 }
@@ -62,21 +63,26 @@ TEST(Diagnostics, TpMismatch) {
 TEST(Diagnostics, WorldSizeMismatch) {
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(4, 3, 1)), DiagCode::kWorldSizeMismatch));
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(2, 1, 2)), DiagCode::kWorldSizeMismatch));
-  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(2, 2, 2)), DiagCode::kWorldSizeMismatch));
+  EXPECT_FALSE(
+      has(legality("qwen2.5-7b", "a100x8", layout(2, 2, 2)), DiagCode::kWorldSizeMismatch));
 }
 
 TEST(Diagnostics, HeadsNotDivisible) {
   // Qwen2.5-7B has 28 heads and 4 KV heads: TP=8 splits neither.
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(8, 1, 1)), DiagCode::kHeadsNotDivisible));
-  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(4, 1, 2)), DiagCode::kHeadsNotDivisible));
+  EXPECT_FALSE(
+      has(legality("qwen2.5-7b", "a100x8", layout(4, 1, 2)), DiagCode::kHeadsNotDivisible));
   // Rollout TP against heads.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(2, 1, 4, 1, 1, 1, 8)), DiagCode::kHeadsNotDivisible));
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(2, 1, 4, 1, 1, 1, 8)),
+                  DiagCode::kHeadsNotDivisible));
 }
 
 TEST(Diagnostics, KvHeadsNotDivisible) {
   // Qwen3-8B: 32 heads, 8 KV heads. TP=8 is fine; Qwen3-30B-A3B has 4 KV heads: TP=8 is not.
-  EXPECT_FALSE(has(legality("qwen3-8b", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
-  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
+  EXPECT_FALSE(
+      has(legality("qwen3-8b", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
+  EXPECT_TRUE(
+      has(legality("qwen3-30b-moe", "a100x8", layout(8, 1, 1)), DiagCode::kKvHeadsNotDivisible));
   // vLLM replicates KV heads when rollout TP exceeds them (8 over 4 heads is fine)...
   EXPECT_FALSE(has(legality("qwen3-30b-moe", "a100x8", layout(2, 1, 4, 1, 1, 1, 8)),
                    DiagCode::kKvHeadsNotDivisible));
@@ -107,17 +113,23 @@ TEST(Diagnostics, LayersNotDivisible) {
 
 TEST(Diagnostics, ExpertsNotDivisible) {
   // 128 experts: EP=3 does not divide them; EP=16 x PP=1 does not divide a world of 8.
-  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 3)), DiagCode::kExpertsNotDivisible));
-  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 16)), DiagCode::kExpertsNotDivisible));
-  EXPECT_FALSE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 8)), DiagCode::kExpertsNotDivisible));
+  EXPECT_TRUE(
+      has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 3)), DiagCode::kExpertsNotDivisible));
+  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 16)),
+                  DiagCode::kExpertsNotDivisible));
+  EXPECT_FALSE(
+      has(legality("qwen3-30b-moe", "a100x8", layout(1, 1, 8, 8)), DiagCode::kExpertsNotDivisible));
   // A dense model has no experts to split.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 2)), DiagCode::kExpertsNotDivisible));
+  EXPECT_TRUE(
+      has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 2)), DiagCode::kExpertsNotDivisible));
 }
 
 TEST(Diagnostics, TpCrossesNode) {
   // Qwen2.5-72B has 64 heads and 8 KV heads; TP=16 on 8-GPU nodes would span two nodes.
-  EXPECT_TRUE(has(legality("qwen2.5-72b", "a100-80g-x8", layout(16, 1, 4)), DiagCode::kTpCrossesNode));
-  EXPECT_FALSE(has(legality("qwen2.5-72b", "a100-80g-x8", layout(8, 1, 8)), DiagCode::kTpCrossesNode));
+  EXPECT_TRUE(
+      has(legality("qwen2.5-72b", "a100-80g-x8", layout(16, 1, 4)), DiagCode::kTpCrossesNode));
+  EXPECT_FALSE(
+      has(legality("qwen2.5-72b", "a100-80g-x8", layout(8, 1, 8)), DiagCode::kTpCrossesNode));
 }
 
 TEST(Diagnostics, GroupSplit) {
@@ -127,21 +139,26 @@ TEST(Diagnostics, GroupSplit) {
                            {{"grpo.train_batch_size", "100"}, {"grpo.ppo_mini_batch_size", "100"}}),
                   DiagCode::kGroupSplit));
   // The mini batch too: 1024 prompts but mini batches of 12 over DP=8.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "12"}}),
-                  DiagCode::kGroupSplit));
+  EXPECT_TRUE(
+      has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "12"}}),
+          DiagCode::kGroupSplit));
 }
 
 TEST(Diagnostics, BatchNotDivisible) {
   // 256 prompts x 5 / DP 8 = 160 responses per rank: micro batch 3 does not divide it.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 3)), DiagCode::kBatchNotDivisible));
-  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 4)), DiagCode::kBatchNotDivisible));
-  // train_batch_size not a multiple of the mini batch.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "384"}}),
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 3)),
                   DiagCode::kBatchNotDivisible));
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 4)),
+                   DiagCode::kBatchNotDivisible));
+  // train_batch_size not a multiple of the mini batch.
+  EXPECT_TRUE(
+      has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "384"}}),
+          DiagCode::kBatchNotDivisible));
 }
 
 TEST(Diagnostics, DtypeConflict) {
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "v100-32g-x8", layout(4, 1, 2)), DiagCode::kDtypeConflict));
+  EXPECT_TRUE(
+      has(legality("qwen2.5-7b", "v100-32g-x8", layout(4, 1, 2)), DiagCode::kDtypeConflict));
   EXPECT_FALSE(has(legality("qwen2.5-7b", "v100-32g-x8", layout(4, 1, 2), {{"grpo.dtype", "fp16"}}),
                    DiagCode::kDtypeConflict));
   EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(4, 1, 2)), DiagCode::kDtypeConflict));
@@ -157,8 +174,9 @@ TEST(Diagnostics, InvalidSetting) {
 
 TEST(Diagnostics, OomRiskAndNoFeasiblePlan) {
   // Qwen2.5-72B forced onto one node with TP=8 and no offload cannot fit.
-  const Plan p = plan_with("qwen2.5-72b", "a100x8",
-                           {"tp=8", "optimizer_offload=false", "cpu_optimizer=false", "param_offload=false"});
+  const Plan p =
+      plan_with("qwen2.5-72b", "a100x8",
+                {"tp=8", "optimizer_offload=false", "cpu_optimizer=false", "param_offload=false"});
   EXPECT_FALSE(p.feasible);
   EXPECT_TRUE(has(p.diagnostics, DiagCode::kOomRisk));
   EXPECT_TRUE(has(p.diagnostics, DiagCode::kNoFeasiblePlan));
@@ -179,7 +197,8 @@ TEST(Diagnostics, RolloutEngineThatCannotFitIsOomRisk) {
   });
   ASSERT_NE(it, p.diagnostics.end());
   EXPECT_NE(it->hint.find("at least 0.7"), std::string::npos) << it->hint;
-  EXPECT_TRUE(plan_ok(plan_with("qwen3-235b-moe", "a100-80g-x8", {"grpo.gpu_memory_utilization=0.8"})));
+  EXPECT_TRUE(
+      plan_ok(plan_with("qwen3-235b-moe", "a100-80g-x8", {"grpo.gpu_memory_utilization=0.8"})));
 }
 
 TEST(Diagnostics, EnvConflict) {
@@ -190,7 +209,8 @@ TEST(Diagnostics, EnvConflict) {
   EXPECT_TRUE(has(build_env(hca, layout(1, 1, 8)).diagnostics, DiagCode::kEnvConflict));
   auto visible = test::cluster("a100x8", {{"env.CUDA_VISIBLE_DEVICES", "0,1,2,3"}});
   EXPECT_TRUE(has(build_env(visible, layout(1, 1, 8)).diagnostics, DiagCode::kEnvConflict));
-  EXPECT_FALSE(has(build_env(test::cluster("a100x8"), layout(2, 1, 4)).diagnostics, DiagCode::kEnvConflict));
+  EXPECT_FALSE(
+      has(build_env(test::cluster("a100x8"), layout(2, 1, 4)).diagnostics, DiagCode::kEnvConflict));
   // Through the planner the conflict makes the plan not ok.
   const Plan p = plan_with("qwen2.5-7b", "a100x8", {"tp=2", "env.CUDA_DEVICE_MAX_CONNECTIONS=8"});
   EXPECT_TRUE(p.feasible);
@@ -203,11 +223,13 @@ TEST(Diagnostics, KvCacheShortAndUnevenPipelineAreNotErrors) {
   EXPECT_TRUE(has(p.diagnostics, DiagCode::kKvCacheShort));
   EXPECT_FALSE(has(plan_with("qwen3-30b-moe", "a100x8", {"grpo.max_num_seqs=64"}).diagnostics,
                    DiagCode::kKvCacheShort));
-  const Plan uneven = plan_with("qwen3-235b-moe", "moe-8node", {"pp=4", "grpo.gpu_memory_utilization=0.8"});
+  const Plan uneven =
+      plan_with("qwen3-235b-moe", "moe-8node", {"pp=4", "grpo.gpu_memory_utilization=0.8"});
   ASSERT_TRUE(uneven.feasible) << uneven.diagnostics.size();
   EXPECT_TRUE(has(uneven.diagnostics, DiagCode::kUnevenPipeline));
   EXPECT_EQ(uneven.best.layout.first_stage_layers, 23);
-  EXPECT_FALSE(has(plan_with("qwen3-30b-moe", "moe-8node", {"pp=4"}).diagnostics, DiagCode::kUnevenPipeline));
+  EXPECT_FALSE(has(plan_with("qwen3-30b-moe", "moe-8node", {"pp=4"}).diagnostics,
+                   DiagCode::kUnevenPipeline));
 }
 
 TEST(Diagnostics, EveryCodeHasAUniqueName) {

@@ -17,7 +17,8 @@ TEST(Docs, EveryDiagnosticCodeIsInTheTable) {
   }
   // ...and the table lists nothing the code does not have.
   std::regex row(R"(\| `([A-Z_]+)` \|)");
-  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator();
+       ++it) {
     const std::string name = (*it)[1];
     bool known = false;
     for (const auto& info : all_diag_codes()) known |= info.name == name;

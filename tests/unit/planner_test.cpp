@@ -9,7 +9,8 @@
 namespace grpo::core {
 namespace {
 
-Plan plan_with(const std::string& model, const std::string& cluster, const std::vector<std::string>& sets) {
+Plan plan_with(const std::string& model, const std::string& cluster,
+               const std::vector<std::string>& sets) {
   std::vector<Override> all;
   for (const auto& s : sets) all.push_back(parse_override(s).value());
   PlanRequest req;
@@ -52,7 +53,8 @@ TEST(Planner, JsonCarriesPlanEstimateRankMapAndEnv) {
 }
 
 TEST(Planner, FixedLayoutIsCheckedNotSearched) {
-  const Plan p = plan_with("qwen2.5-7b", "a100x8", {"tp=4", "pp=1", "micro_batch=2", "rollout_tp=2"});
+  const Plan p =
+      plan_with("qwen2.5-7b", "a100x8", {"tp=4", "pp=1", "micro_batch=2", "rollout_tp=2"});
   ASSERT_TRUE(plan_ok(p));
   EXPECT_EQ(p.best.layout.dims.tp, 4);
   EXPECT_EQ(p.best.layout.dims.pp, 1);
@@ -70,7 +72,8 @@ TEST(Planner, FixedLayoutIsCheckedNotSearched) {
 }
 
 TEST(Planner, UnevenPipelineForQwen3_235b) {
-  const Plan p = plan_with("qwen3-235b-moe", "moe-8node", {"pp=8", "grpo.gpu_memory_utilization=0.8"});
+  const Plan p =
+      plan_with("qwen3-235b-moe", "moe-8node", {"pp=8", "grpo.gpu_memory_utilization=0.8"});
   ASSERT_TRUE(p.feasible);
   const auto stages = stage_layers(p.model, p.best.layout);
   int sum = 0;
@@ -105,10 +108,14 @@ Shape shape_of(const Layout& l) {
 }
 const char* name(Shape s) {
   switch (s) {
-    case Shape::kDp: return "DP";
-    case Shape::kTpDp: return "TPxDP";
-    case Shape::kPpDp: return "PPxDP";
-    case Shape::kTpPpDp: return "TPxPPxDP";
+    case Shape::kDp:
+      return "DP";
+    case Shape::kTpDp:
+      return "TPxDP";
+    case Shape::kPpDp:
+      return "PPxDP";
+    case Shape::kTpPpDp:
+      return "TPxPPxDP";
   }
   return "?";
 }
@@ -158,7 +165,8 @@ TEST(Planner, DecisionTreeComesOutOfTheSearch) {
     ASSERT_TRUE(plan_ok(p)) << tc.model << " on " << tc.nodes << " nodes";
     const Shape got = shape_of(p.best.layout);
     const Shape rule = rule_of_thumb(static_cast<double>(count_params(p.model).total()));
-    EXPECT_EQ(name(got), std::string(name(tc.expected))) << tc.model << " on " << tc.nodes << " nodes";
+    EXPECT_EQ(name(got), std::string(name(tc.expected)))
+        << tc.model << " on " << tc.nodes << " nodes";
     if (rule == tc.expected) {
       EXPECT_STREQ(tc.why, "") << tc.model << ": agrees with the rule, so no explanation is needed";
       ++agree;

@@ -20,9 +20,9 @@ TEST(RankMap, CoordinatesFollowMegatronOrder) {
   EXPECT_EQ(r.node_rank, 1);
   EXPECT_EQ(r.local_rank, 3);
   EXPECT_EQ(r.device, 3);
-  EXPECT_EQ(r.tp, 1);   // 11 % 2
-  EXPECT_EQ(r.dp, 1);   // (11 / 2) % 4
-  EXPECT_EQ(r.pp, 1);   // 11 / 8
+  EXPECT_EQ(r.tp, 1);  // 11 % 2
+  EXPECT_EQ(r.dp, 1);  // (11 / 2) % 4
+  EXPECT_EQ(r.pp, 1);  // 11 / 8
   EXPECT_EQ(r.etp, 0);
   EXPECT_EQ(r.ep, 3);   // 11 % 4
   EXPECT_EQ(r.edp, 0);  // (11 / 4) % 2
@@ -78,7 +78,8 @@ TEST(Golden, RankMapAndEnvForThreeProfiles) {
     Layout l;
     l.dims = gc.dims;
     const RankMap map = build_rank_map(c.nodes, c.gpus_per_node, gc.dims);
-    test::expect_golden(std::string("rankmap-") + gc.name + ".json", rank_map_to_json(map).dump(2) + "\n");
+    test::expect_golden(std::string("rankmap-") + gc.name + ".json",
+                        rank_map_to_json(map).dump(2) + "\n");
     test::expect_golden(std::string("env-") + gc.name + ".json",
                         env_to_json(build_env(c, l), map).dump(2) + "\n");
   }

@@ -14,7 +14,9 @@
 
 namespace grpo::test {
 
-inline std::filesystem::path source_dir() { return GRPO_SOURCE_DIR; }
+inline std::filesystem::path source_dir() {
+  return GRPO_SOURCE_DIR;
+}
 
 // The profiles and models shipped in profiles/ (nothing else on the search path).
 inline const io::DirectorySourceProvider& shipped() {
@@ -28,7 +30,8 @@ inline core::ModelSpec model(const std::string& name) {
   return m.ok() ? m.value() : core::ModelSpec{};
 }
 
-inline core::ClusterProfile cluster(const std::string& name, std::vector<core::Override> sets = {}) {
+inline core::ClusterProfile cluster(const std::string& name,
+                                    std::vector<core::Override> sets = {}) {
   auto c = core::load_cluster(shipped(), name, sets);
   if (!c.ok()) ADD_FAILURE() << c.error().str();
   return c.ok() ? c.value() : core::ClusterProfile{};
@@ -53,8 +56,8 @@ inline void expect_golden(const std::string& name, const std::string& actual) {
   }
   ASSERT_TRUE(std::filesystem::exists(path))
       << path << " is missing; run with GRPO_UPDATE_GOLDEN=1 to create it";
-  EXPECT_EQ(read_text(path), actual) << "golden mismatch: " << path
-                                     << " (GRPO_UPDATE_GOLDEN=1 regenerates it)";
+  EXPECT_EQ(read_text(path), actual)
+      << "golden mismatch: " << path << " (GRPO_UPDATE_GOLDEN=1 regenerates it)";
 }
 
 }  // namespace grpo::test

@@ -117,6 +117,9 @@ Result<TomlValue> parse_toml(std::string_view text, std::string_view file_name) 
 SourceLocation location_of(const TomlValue& value) {
   const auto loc = value.location();
   if (loc.file_name() == "unknown file") return {};
+  // Values from `--set key=value` (catalog.cpp parses them as "--set ..." documents): the
+  // option itself is the location; line and column inside it mean nothing to a user.
+  if (loc.file_name().rfind("--set ", 0) == 0) return SourceLocation{loc.file_name(), 0, 0};
   return SourceLocation{loc.file_name(), loc.line(), loc.column()};
 }
 

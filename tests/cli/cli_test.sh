@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs grpo-launch the way users do and checks exit codes (docs/exit-codes.md), that errors are
+# exactly one line on stderr with file:line:col where there is a file, and --help / --version.
+set -uo pipefail
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export HOME=$tmp/home XDG_CONFIG_HOME=$tmp/xdg
+unset GRPO_LAUNCH_PROFILE_PATH
+failures=0
+
+# expect CODE DESCRIPTION -- ARGS...   (stdout -> $tmp/out, stderr -> $tmp/err)
+expect() {
+  local want=$1 what=$2
+  shift 3
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    echo "FAIL: $what: exit $got, want $want ($*)"; sed 's/^/  stderr: /' "$tmp/err"; failures=$((failures + 1))
+  fi
+}
+one_line_error() {  # the stderr of the last command is one line matching $1
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [[ $lines -ne 1 ]] || ! grep -qE -e "$1" "$tmp/err"; then
+    echo "FAIL: expected one stderr line matching /$1/, got $lines line(s):"; sed 's/^/  /' "$tmp/err"
+    failures=$((failures + 1))
+  fi
+}
+stdout_has() {
+  if ! grep -qF -e "$1" "$tmp/out"; then echo "FAIL: stdout lacks '$1'"; failures=$((failures + 1)); fi
+}
+
+expect 0 "--version" -- --version
+stdout_has "grpo-launch"
+expect 0 "--help" -- --help
+stdout_has "plan"
+stdout_has "Exit codes"
+expect 0 "plan --help" -- plan --help
+stdout_has "--profile"
+
+expect 0 "design card plan" -- plan --profile a100x8 --model qwen3-30b-moe
+stdout_has "Parallel Config Summary"
+expect 0 "dry run" -- --profile a100x8 --model qwen3-30b-moe --dry-run
+stdout_has "Parallel Config Summary"
+expect 0 "json" -- plan -p a100x8 -m qwen3-30b-moe --format json
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["ok"] and j["rank_map"]["world_size"]==8' "$tmp/out" \
+  || { echo "FAIL: json output"; failures=$((failures + 1)); }
+
+# Findings: exit 1.
+expect 1 "infeasible" -- plan -p a100x8 -m qwen3-235b-moe
+stdout_has "NO_FEASIBLE_PLAN"
+expect 1 "illegal fixed layout" -- plan -p a100x8 -m qwen2.5-7b --set tp=3
+stdout_has "HEADS_NOT_DIVISIBLE"
+expect 1 "env conflict" -- plan -p a100x8 -m qwen2.5-7b --set tp=2 --set env.CUDA_DEVICE_MAX_CONNECTIONS=8
+stdout_has "ENV_CONFLICT"
+
+# Bad input: exit 2, one line, with the place.
+expect 2 "unknown profile" -- plan -p a100x9 -m qwen3-30b-moe
+one_line_error "unknown cluster profile 'a100x9' \(did you mean 'a100x8'\?\)"
+expect 2 "unknown model" -- plan -p a100x8 -m nope
+one_line_error "unknown model 'nope'"
+mkdir -p "$tmp/p/clusters" "$tmp/p/models"
+printf 'name = "bad"\nnodes = \n' >"$tmp/p/clusters/bad.toml"
+expect 2 "malformed toml" -- --profile-dir "$tmp/p" plan -p bad -m qwen3-30b-moe
+one_line_error "bad.toml:2:9: missing value"
+printf 'name = "cyc"\nextends = "cyc2"\n' >"$tmp/p/clusters/cyc.toml"
+printf 'name = "cyc2"\nextends = "cyc"\n' >"$tmp/p/clusters/cyc2.toml"
+expect 2 "cyclic extends" -- --profile-dir "$tmp/p" plan -p cyc -m qwen3-30b-moe
+one_line_error "cyclic 'extends'"
+printf 'name = "neg"\nextends = "a100x8"\nnodes = -2\n' >"$tmp/p/clusters/neg.toml"
+expect 2 "negative size" -- --profile-dir "$tmp/p" plan -p neg -m qwen3-30b-moe
+one_line_error "neg.toml:3:9: nodes = -2: must be"
+expect 2 "bad --set type" -- plan -p a100x8 -m qwen3-30b-moe --set nodes=many
+one_line_error "--set nodes=many"
+expect 2 "bad --set key" -- plan -p a100x8 -m qwen3-30b-moe --set device.memroy_gib=4
+one_line_error "did you mean 'memory_gib'"
+expect 2 "bad layout --set" -- plan -p a100x8 -m qwen3-30b-moe --set tp=two
+one_line_error "--set tp=two"
+expect 2 "profile file path" -- plan -p "$tmp/missing.toml" -m qwen3-30b-moe
+one_line_error "no such cluster profile file"
+
+# Usage: exit 64.
+expect 64 "unknown option" -- plan --profile a100x8 --model qwen3-30b-moe --bogus
+expect 64 "missing model" -- plan --profile a100x8
+expect 64 "bad format" -- plan -p a100x8 -m qwen3-30b-moe --format yaml
+
+# The search path: --profile-dir, the environment variable and the per-user directory.
+printf 'name = "mine"\nextends = "a100x8"\nnodes = 2\n' >"$tmp/p/clusters/mine.toml"
+expect 0 "--profile-dir" -- --profile-dir "$tmp/p" plan -p mine -m qwen2.5-7b
+stdout_has "2 nodes"
+GRPO_LAUNCH_PROFILE_PATH=$tmp/p expect 0 "env search path" -- plan -p mine -m qwen2.5-7b
+mkdir -p "$tmp/xdg/grpo-launch/profiles/clusters"
+cp "$tmp/p/clusters/mine.toml" "$tmp/xdg/grpo-launch/profiles/clusters/"
+expect 0 "per-user directory" -- plan -p mine -m qwen2.5-7b
+expect 0 "profiles listing" -- profiles
+stdout_has "mine"
+stdout_has "a100x8"
+
+if ((failures)); then echo "$failures failure(s)"; exit 1; fi
+echo "all CLI checks passed"
