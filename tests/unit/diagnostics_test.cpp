@@ -104,10 +104,17 @@ TEST(Diagnostics, LayersNotDivisible) {
   EXPECT_FALSE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
   l.first_stage_layers = 22;  // 94 - 22 - 23 = 49 over 2 middle stages: not whole
   EXPECT_TRUE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
+  // Only the first stage given: Megatron spreads the other 72 layers over 3 stages (22/24/24/24).
+  l.last_stage_layers = 0;
+  EXPECT_FALSE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
+  EXPECT_EQ(stage_layers(m, l), (std::vector<int>{22, 24, 24, 24}));
+  l.first_stage_layers = 23;  // 71 over 3 stages: not whole
+  EXPECT_TRUE(has(check_legality(m, c, c.grpo, l), DiagCode::kLayersNotDivisible));
   EXPECT_EQ(uneven_split(94, 4), (std::pair{23, 23}));
   EXPECT_EQ(uneven_split(47, 2), (std::pair{23, 24}));
   EXPECT_EQ(uneven_split(94, 8), (std::pair{11, 11}));  // 6 middle stages of 12
   EXPECT_EQ(uneven_split(48, 4), (std::pair{0, 0}));
+  EXPECT_EQ(uneven_split(94, 64), std::nullopt);  // 16/1.../16 would waste the pipeline
   EXPECT_EQ(stage_layers(m, l).size(), 4u);
 }
 
@@ -133,15 +140,20 @@ TEST(Diagnostics, TpCrossesNode) {
 }
 
 TEST(Diagnostics, GroupSplit) {
-  // 1024 prompts over DP=8 is fine; 100 prompts over DP=8 splits groups.
+  // 1024 prompts over DP=8 is fine; 100 prompts x 8 responses over DP=8 splits evenly by
+  // responses (verl accepts it) but puts parts of one group on different ranks.
   EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8)), DiagCode::kGroupSplit));
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
-                           {{"grpo.train_batch_size", "100"}, {"grpo.ppo_mini_batch_size", "100"}}),
+                           {{"grpo.train_batch_size", "100"},
+                            {"grpo.ppo_mini_batch_size", "100"},
+                            {"grpo.rollout_n", "8"}}),
                   DiagCode::kGroupSplit));
-  // The mini batch too: 1024 prompts but mini batches of 12 over DP=8.
-  EXPECT_TRUE(
-      has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "12"}}),
-          DiagCode::kGroupSplit));
+  // The mini batch too: 1200 prompts in mini batches of 12 (x 2 responses) over DP=8.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
+                           {{"grpo.train_batch_size", "1200"},
+                            {"grpo.ppo_mini_batch_size", "12"},
+                            {"grpo.rollout_n", "2"}}),
+                  DiagCode::kGroupSplit));
 }
 
 TEST(Diagnostics, BatchNotDivisible) {
@@ -150,6 +162,10 @@ TEST(Diagnostics, BatchNotDivisible) {
                   DiagCode::kBatchNotDivisible));
   EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8, 1, 1, 4)),
                    DiagCode::kBatchNotDivisible));
+  // 100 prompts x 5 responses do not split over 8 ranks at all: verl's chunking asserts.
+  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
+                           {{"grpo.train_batch_size", "100"}, {"grpo.ppo_mini_batch_size", "100"}}),
+                  DiagCode::kBatchNotDivisible));
   // train_batch_size not a multiple of the mini batch.
   EXPECT_TRUE(
       has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8), {{"grpo.ppo_mini_batch_size", "384"}}),
@@ -170,6 +186,12 @@ TEST(Diagnostics, InvalidSetting) {
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kInvalidSetting));
   l.sequence_parallel = false;
   EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kInvalidSetting));
+  // An MoE model with EP > 1 and TP > 1 needs sequence parallelism.
+  Layout moe = layout(2, 1, 4, 8);
+  moe.sequence_parallel = false;
+  EXPECT_TRUE(has(legality("qwen3-30b-moe", "a100x8", moe), DiagCode::kInvalidSetting));
+  moe.sequence_parallel = true;
+  EXPECT_FALSE(has(legality("qwen3-30b-moe", "a100x8", moe), DiagCode::kInvalidSetting));
 }
 
 TEST(Diagnostics, OomRiskAndNoFeasiblePlan) {

@@ -7,7 +7,7 @@ namespace grpo::core {
 namespace {
 
 constexpr double kGB = 1e9;
-constexpr double kDpExposed = 0.5;  // overlap_grad_reduce hides about half of DP traffic
+constexpr double kDpExposed = 1.0;  // verl turns overlap_grad_reduce off: all DP traffic is exposed
 constexpr double kCollectiveLatency = 10e-6;
 constexpr double kDecodeMfu = 0.5;          // share of the achievable fraction decode reaches
 constexpr double kCpuAdamParamsPerS = 1e9;  // host Adam updates per second per device
@@ -132,6 +132,14 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
   e.compute_s = fwd_time_per_token * tokens * passes * epochs / (world * achievable);
   e.logprob_s = fwd_time_per_token * tokens * logprob_passes / (world * achievable);
 
+  // Uneven pipeline stages: every stage waits for the largest.
+  if (d.pp > 1) {
+    const auto stages = stage_layers(m, l);
+    const double largest = *std::max_element(stages.begin(), stages.end());
+    const double imbalance = std::max(1.0, largest * d.pp / layers);
+    e.compute_s *= imbalance;
+    e.logprob_s *= imbalance;
+  }
   // Pipeline bubble of 1F1B: (pp - 1) / micro_batches of the ideal time.
   const double per_rank = static_cast<double>(w.ppo_mini_batch_size * w.rollout_n) / d.dp;
   const double micro = std::max(1.0, per_rank / l.micro_batch);
@@ -167,11 +175,14 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
       static_cast<double>(w.train_batch_size) / static_cast<double>(w.ppo_mini_batch_size) * epochs;
   {
     const int dp_members = d.dp * d.cp;
-    const double bytes = mem.actor.non_expert * (4.0 + (l.distributed_optimizer ? wb : 0.0)) / 2.0;
+    // All-reduce of fp32 gradients, or with the distributed optimizer a reduce-scatter of them
+    // plus an all-gather of the updated weights (each half an all-reduce's traffic).
+    const double per_param = l.distributed_optimizer ? (4.0 + wb) / 2.0 : 4.0;
+    const double bytes = mem.actor.non_expert * per_param;
     double t = ring_time(bytes, dp_members, group_bandwidth(c, dp_members, d.tp));
     const int edp = std::max(1, static_cast<int>(world) / (d.etp * d.ep * d.pp));
     if (m.is_moe()) {
-      const double ebytes = mem.actor.expert * (4.0 + (l.distributed_optimizer ? wb : 0.0)) / 2.0;
+      const double ebytes = mem.actor.expert * per_param;
       t += ring_time(ebytes, edp, group_bandwidth(c, edp, d.etp * d.ep));
     }
     e.dp_comm_s = t * optimizer_steps * kDpExposed;
@@ -187,18 +198,23 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
     e.pp_comm_s = sends * (bytes / bw + 2.0 * kCollectiveLatency);
   }
   // Offload (verl semantics): offloaded state leaves the device after its phase and returns
-  // before the next one: weights and gradients around the rollout, optimizer states around the
-  // update (once per training step).
+  // before the next one. The actor's weights go off and back on three times per step (rollout,
+  // log-probs, update), the reference's once; optimizer states around the update. verl reads
+  // grad_offload but moves no gradients. The CPU optimizer updates only this device's shard.
   {
     const double host = c.device.host_link_gbps * kGB;
     const double params = mem.actor.total();
-    const double opt_bytes = mem.optimizer_step.bytes("actor optimizer states");
-    if (l.offload.params) e.offload_s += 2.0 * wb * params * (w.use_kl_loss ? 2.0 : 1.0) / host;
-    if (l.offload.grads) e.offload_s += 2.0 * 4.0 * params / host;
+    const double opt_bytes = mem.training.bytes("actor optimizer states");
+    if (l.offload.params)
+      e.offload_s += 2.0 * wb * params * (3.0 + (w.use_kl_loss ? 1.0 : 0.0)) / host;
     if (l.offload.optimizer) e.offload_s += 2.0 * opt_bytes / host;
     if (l.offload.cpu_optimizer) {
-      // Per optimizer step: fp32 gradients down, bf16 weights up, Adam on the host.
-      e.offload_s += ((4.0 + wb) * params / host + params / kCpuAdamParamsPerS) * optimizer_steps;
+      const double edp_shards = std::max(1.0, world / (static_cast<double>(d.etp) * d.ep * d.pp));
+      const double shard =
+          l.distributed_optimizer
+              ? mem.actor.non_expert / std::max(1, d.dp * d.cp) + mem.actor.expert / edp_shards
+              : params;
+      e.offload_s += ((4.0 + wb) * shard / host + shard / kCpuAdamParamsPerS) * optimizer_steps;
     }
   }
   e.rollout_s = estimate_rollout_seconds(m, c, w, mem.engine);

@@ -46,31 +46,74 @@ std::string to_string(const Offload& o) {
 
 std::optional<std::pair<int, int>> uneven_split(int num_layers, int pp) {
   if (pp <= 1 || num_layers % pp == 0) return std::pair{0, 0};
-  if (pp == 2) {
-    const int first = num_layers / 2;  // the first stage also holds the embedding
-    return std::pair{first, num_layers - first};
-  }
-  const int middle = (num_layers + pp / 2) / pp;  // layers per middle stage, rounded
-  const int rest = num_layers - (pp - 2) * middle;
+  // Middle stages get ceil(L / pp) layers; the first and last share the rest (the first one
+  // fewer: it also holds the embedding). Splits whose first or last stage would be empty or
+  // whose largest stage exceeds 1.5 x L / pp are refused: they waste the pipeline.
+  const int middle = (num_layers + pp - 1) / pp;
+  const int rest = pp == 2 ? num_layers : num_layers - (pp - 2) * middle;
   const int first = rest / 2;
   const int last = rest - first;
   if (first < 1 || last < 1) return std::nullopt;
+  const int largest = std::max({first, last, pp > 2 ? middle : 0});
+  if (2 * largest * pp > 3 * num_layers) return std::nullopt;
   return std::pair{first, last};
 }
+
+namespace {
+
+// Megatron-Core (transformer_block.py): with only the first (or last) stage's count given, the
+// remaining layers spread evenly over all other stages; with both, over the middle stages.
+struct StageSplit {
+  bool ok = true;
+  int first = 0;
+  int middle = 0;
+  int last = 0;
+};
+
+StageSplit split_stages(int layers, int pp, int first_given, int last_given) {
+  StageSplit s;
+  if (pp <= 1) {
+    s.first = s.last = s.middle = layers;
+    return s;
+  }
+  if (first_given > 0 && last_given > 0) {
+    const int rest = layers - first_given - last_given;
+    s.first = first_given;
+    s.last = last_given;
+    if (pp == 2) {
+      s.ok = rest == 0;
+    } else {
+      s.ok = rest > 0 && rest % (pp - 2) == 0;
+      s.middle = s.ok ? rest / (pp - 2) : 0;
+    }
+    return s;
+  }
+  if (first_given > 0 || last_given > 0) {
+    const int given = first_given > 0 ? first_given : last_given;
+    const int rest = layers - given;
+    s.ok = rest > 0 && rest % (pp - 1) == 0;
+    const int other = s.ok ? rest / (pp - 1) : 0;
+    s.first = first_given > 0 ? given : other;
+    s.last = last_given > 0 ? given : other;
+    s.middle = other;
+    return s;
+  }
+  s.ok = layers % pp == 0;
+  s.first = s.middle = s.last = layers / pp;
+  return s;
+}
+
+}  // namespace
 
 std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout) {
   const int pp = layout.dims.pp;
   const int layers = static_cast<int>(model.num_layers);
-  std::vector<int> out(static_cast<std::size_t>(pp), pp > 0 ? layers / pp : 0);
   if (pp <= 1) return {layers};
-  if (layout.first_stage_layers > 0 || layout.last_stage_layers > 0) {
-    const int first = layout.first_stage_layers > 0 ? layout.first_stage_layers : layers / pp;
-    const int last = layout.last_stage_layers > 0 ? layout.last_stage_layers : layers / pp;
-    const int middle = pp > 2 ? (layers - first - last) / (pp - 2) : 0;
-    for (auto& l : out) l = middle;
-    out.front() = first;
-    out.back() = last;
-  }
+  const StageSplit s =
+      split_stages(layers, pp, layout.first_stage_layers, layout.last_stage_layers);
+  std::vector<int> out(static_cast<std::size_t>(pp), s.middle);
+  out.front() = s.first;
+  out.back() = s.last;
   return out;
 }
 
@@ -181,7 +224,8 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
   if (gpn % d.tp != 0) {
     add(DiagCode::kTpCrossesNode, "tp",
         "TP = " + num(d.tp) + " does not divide the " + num(gpn) +
-            " devices per node, so a TP group would span nodes",
+            " devices per node, so a TP group would span nodes (grpo-launch keeps TP inside a "
+            "node)",
         "use a TP that divides " + num(gpn));
   }
   // Heads: Megatron-Core asserts num_attention_heads % tp == 0 and num_query_groups % tp == 0.
@@ -202,38 +246,26 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
         "use PP <= " + num(m.num_layers));
   } else if (d.pp > 1) {
     const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
-    if (!uneven && m.num_layers % d.pp != 0) {
-      const auto split = uneven_split(static_cast<int>(m.num_layers), d.pp);
+    const StageSplit split = split_stages(static_cast<int>(m.num_layers), d.pp,
+                                          l.first_stage_layers, l.last_stage_layers);
+    if (!uneven && !split.ok) {
+      const auto suggestion = uneven_split(static_cast<int>(m.num_layers), d.pp);
       std::string hint = "use a PP that divides " + num(m.num_layers);
-      if (split) {
-        hint += " or set first_stage_layers=" + num(split->first) +
-                " and last_stage_layers=" + num(split->second);
+      if (suggestion) {
+        hint += " or set num_layers_in_first_pipeline_stage=" + num(suggestion->first) +
+                " and num_layers_in_last_pipeline_stage=" + num(suggestion->second);
       }
       add(DiagCode::kLayersNotDivisible, "pp",
           num(m.num_layers) + " layers are not divisible by PP = " + num(d.pp), hint);
-    } else if (uneven) {
-      const int first =
-          l.first_stage_layers > 0 ? l.first_stage_layers : static_cast<int>(m.num_layers) / d.pp;
-      const int last =
-          l.last_stage_layers > 0 ? l.last_stage_layers : static_cast<int>(m.num_layers) / d.pp;
-      const int rest = static_cast<int>(m.num_layers) - first - last;
-      const bool ok = d.pp == 2 ? rest == 0 : rest > 0 && rest % (d.pp - 2) == 0;
-      if (!ok) {
-        add(DiagCode::kLayersNotDivisible, "first_stage_layers",
-            "first/last stage layers " + num(first) + "/" + num(last) + " leave " + num(rest) +
-                " layers for " + num(d.pp - 2) + " middle stages of PP = " + num(d.pp),
-            "make the remaining layers divisible by PP - 2");
-      }
+    } else if (!split.ok) {
+      add(DiagCode::kLayersNotDivisible, "first_stage_layers",
+          "first/last stage layers " + num(l.first_stage_layers) + "/" + num(l.last_stage_layers) +
+              " do not leave a whole number of layers for the other stages of PP = " + num(d.pp),
+          "choose counts so the remaining layers divide evenly over the other stages");
     }
   } else if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
     add(DiagCode::kLayersNotDivisible, "first_stage_layers",
         "first/last stage layer counts are set but PP = 1", "remove them or use PP > 1");
-  }
-  // Context parallel splits the sequence into 2*cp chunks (load balancing of causal attention).
-  if (d.cp > 1 && w.seq_length() % (2 * d.cp) != 0) {
-    add(DiagCode::kInvalidSetting, "cp",
-        "sequence length " + num(w.seq_length()) + " is not divisible by 2 x CP = " + num(2 * d.cp),
-        "pad the prompt/response lengths or use a CP dividing half the sequence");
   }
   // Experts (Megatron-Core: num_moe_experts % ep == 0; world % (etp*ep*pp) == 0).
   if (m.is_moe()) {
@@ -265,8 +297,15 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
   }
   if (l.sequence_parallel && d.tp == 1) {
     add(DiagCode::kInvalidSetting, "sequence_parallel",
-        "sequence parallelism needs TP > 1 (Megatron-Core disables it at TP = 1)",
+        "sequence parallelism needs TP > 1 (Megatron-Core raises an error; verl turns it off)",
         "turn sequence_parallel off or raise TP");
+    out.back().severity = Severity::kWarning;
+  }
+  if (m.is_moe() && d.ep > 1 && d.tp > 1 && !l.sequence_parallel) {
+    add(DiagCode::kInvalidSetting, "sequence_parallel",
+        "an MoE model with EP > 1 and TP > 1 needs sequence parallelism (Megatron-Core raises a "
+        "ValueError)",
+        "turn sequence_parallel on");
   }
   if (l.ref_tp > 0 && l.ref_tp != d.tp) {
     add(DiagCode::kTpMismatch, "ref_tp",
@@ -299,15 +338,11 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
               " KV heads can be neither split nor replicated evenly over rollout TP = " + num(rtp),
           "use a rollout TP that divides or is a multiple of " + num(m.num_kv_heads));
     }
-    const std::int64_t replicas = world / rtp;
-    if (w.responses_per_step() % replicas != 0) {
-      add(DiagCode::kBatchNotDivisible, "rollout_tp",
-          num(w.responses_per_step()) + " responses per step do not split evenly over " +
-              num(replicas) + " rollout replicas",
-          "make train_batch_size x rollout.n divisible by world size / rollout TP");
-    }
   }
-  // Batches: groups never split across DP ranks; mini batches and micro batches divide.
+  // Batches. verl splits the responses (prompts x rollout.n) of a step and of each mini batch
+  // evenly over the DP ranks (DataProto.chunk asserts it). grpo-launch also keeps each GRPO
+  // group of rollout.n responses on one rank (GROUP_SPLIT): the embedded trainer computes group
+  // statistics locally, and verl's prefix grouping needs it.
   if (d.dp >= 1 && d.world_size() == world) {
     if (w.train_batch_size % w.ppo_mini_batch_size != 0) {
       add(DiagCode::kBatchNotDivisible, "ppo_mini_batch_size",
@@ -315,16 +350,27 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
               " is not divisible by ppo_mini_batch_size " + num(w.ppo_mini_batch_size),
           "use a mini batch size dividing " + num(w.train_batch_size));
     }
-    if (w.train_batch_size % d.dp != 0 || w.ppo_mini_batch_size % d.dp != 0) {
-      const bool whole = w.train_batch_size % d.dp != 0;
-      add(DiagCode::kGroupSplit, whole ? "train_batch_size" : "ppo_mini_batch_size",
-          (whole ? "train_batch_size " + num(w.train_batch_size)
-                 : "ppo_mini_batch_size " + num(w.ppo_mini_batch_size)) +
-              " prompts do not divide over DP = " + num(d.dp) +
-              " ranks, so a group of rollout.n = " + num(w.rollout_n) +
-              " responses would be split across ranks",
-          "use prompt batch sizes divisible by DP = " + num(d.dp));
-    } else {
+    bool whole = true;
+    for (const auto& [name, prompts] :
+         {std::pair<std::string, std::int64_t>{"train_batch_size", w.train_batch_size},
+          {"ppo_mini_batch_size", w.ppo_mini_batch_size}}) {
+      if (prompts * w.rollout_n % d.dp != 0) {
+        whole = false;
+        add(DiagCode::kBatchNotDivisible, name,
+            num(prompts) + " prompts x rollout.n " + num(w.rollout_n) + " = " +
+                num(prompts * w.rollout_n) +
+                " responses do not split evenly over DP = " + num(d.dp) + " ranks",
+            "make " + name + " x rollout.n divisible by DP = " + num(d.dp));
+      } else if (prompts % d.dp != 0) {
+        whole = false;
+        add(DiagCode::kGroupSplit, name,
+            name + " " + num(prompts) + " prompts do not divide over DP = " + num(d.dp) +
+                " ranks, so a group of rollout.n = " + num(w.rollout_n) +
+                " responses would be split across ranks",
+            "use prompt batch sizes divisible by DP = " + num(d.dp));
+      }
+    }
+    if (whole) {
       const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / d.dp;
       if (l.micro_batch < 1 || per_rank % l.micro_batch != 0) {
         add(DiagCode::kBatchNotDivisible, "micro_batch",
@@ -338,7 +384,7 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
   if (w.dtype == Dtype::kBf16 && !c.device.bf16) {
     add(DiagCode::kDtypeConflict, "grpo.dtype",
         "bf16 requested but " + c.device.kind + " has no bf16 support",
-        "use grpo.dtype=fp16 (with loss scaling) or fp32");
+        "use grpo.dtype=fp16 (with loss scaling); verl's Megatron engine takes only bf16 and fp16");
   }
   return out;
 }

@@ -11,6 +11,10 @@ namespace {
 double weight_bytes(Dtype d) {
   return d == Dtype::kFp32 ? 4.0 : 2.0;
 }
+// fp32 logits-sized tensors alive at the peak of an unfused log-prob + loss forward/backward:
+// 6.97 GiB measured above the inputs for [4096, 151936] (ANCHORS.md), of which 1.19 GiB are the
+// inputs' gradients (counted elsewhere): (6.97 - 1.19) / 2.32 GiB = 2.5 copies.
+constexpr double kLogitsCopies = 2.5;
 // fp32 main gradients in both cases (Megatron accumulates and reduces grads in fp32).
 constexpr double kGradBytes = 4.0;
 // Adam: fp32 master weights + two fp32 moments with mixed precision; moments only in fp32.
@@ -75,11 +79,8 @@ double PhaseMemory::bytes(std::string_view item) const {
 }
 
 const PhaseMemory& MemoryEstimate::worst() const {
-  const PhaseMemory* w = &training;
-  for (const PhaseMemory* p : {&rollout, &optimizer_step}) {
-    if (p->total() - p->capacity > w->total() - w->capacity) w = p;
-  }
-  return *w;
+  return rollout.total() - rollout.capacity > training.total() - training.capacity ? rollout
+                                                                                   : training;
 }
 
 double runtime_overhead_bytes(DeviceVendor vendor) {
@@ -173,6 +174,78 @@ RolloutMemory estimate_rollout_memory(const ModelSpec& m, const ClusterProfile& 
   return r;
 }
 
+namespace {
+
+// Activations and logits of one micro batch with TP = 1 (the FSDP strategy).
+std::pair<double, double> unsplit_activations(const ModelSpec& m, const WorkloadSpec& w,
+                                              const Layout& l) {
+  const double tokens = static_cast<double>(l.micro_batch) * static_cast<double>(w.seq_length());
+  const LayerActivation act = layer_activation_per_token(m, l);
+  double full = 0;
+  double one_layer = 0;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) {
+    const bool moe = m.is_moe() && i >= m.first_k_dense_layers;
+    const double per = (moe ? act.moe : act.dense) * tokens;
+    full += per;
+    one_layer = std::max(one_layer, per);
+  }
+  const double activations =
+      l.recompute == Recompute::kFull
+          ? act.input * tokens * static_cast<double>(m.num_layers) + one_layer
+          : full;
+  const double vocab = static_cast<double>(m.vocab_size);
+  const double logits = w.fused_logprob ? tokens * std::min(vocab, 16384.0) * 4.0
+                                        : kLogitsCopies * tokens * vocab * 4.0;
+  return {activations, logits};
+}
+
+}  // namespace
+
+// verl's FSDP strategy: parameters, gradients and Adam states sharded over every rank (ZeRO-3)
+// with fp32 master weights; each layer's bf16 weights are gathered while it runs (two layers
+// in flight with prefetch). Offload keeps the shards on the host.
+MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
+                                    const WorkloadSpec& w, const Layout& l) {
+  MemoryEstimate est;
+  const double device_bytes = c.device.memory_gib * kGiB;
+  const double capacity = device_bytes * (1.0 - w.memory_headroom);
+  const double overhead = runtime_overhead_bytes(c.device.vendor);
+  const ParamCounts counts = count_params(m);
+  const double total = static_cast<double>(counts.total());
+  const double shards = std::max(1, l.dims.world_size());
+  const double layer = static_cast<double>(
+      attention_params_per_layer(m) +
+      (m.is_moe() ? moe_params_per_layer(m) : swiglu_params(m.hidden_size, m.ffn_hidden_size)));
+  const double gathered = 2.0 * 2.0 * std::max(layer, static_cast<double>(counts.embedding));
+  est.actor.non_expert = total / shards;
+  const double weights = (l.offload.params ? 0.0 : 4.0 * total / shards) + gathered;
+  const double grads = (l.offload.params ? 0.0 : 4.0 * total / shards) + gathered;
+  // verl loads offloaded optimizer states back at the start of the update.
+  const double opt = 8.0 * total / shards;
+  const double ref =
+      w.use_kl_loss ? (l.offload.params ? 0.0 : 2.0 * total / shards) + gathered : 0.0;
+  const auto [activations, logits] = unsplit_activations(m, w, l);
+  est.training.phase = "training";
+  est.training.capacity = capacity;
+  est.training.items = {
+      {"actor weights", weights},    {"actor gradients", grads}, {"actor optimizer states", opt},
+      {"activations", activations},  {"logits", logits},         {"reference weights", ref},
+      {"runtime overhead", overhead}};
+  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp);
+  const RolloutMemory& r = est.engine;
+  est.rollout.phase = "rollout";
+  est.rollout.capacity = capacity;
+  est.rollout.items = {{"actor weights", weights - gathered},
+                       {"actor gradients", 0.0},
+                       {"actor optimizer states", l.offload.optimizer ? 0.0 : opt},
+                       {"reference weights", ref > 0 ? ref - gathered : 0.0},
+                       {"rollout weights", r.weights},
+                       {"rollout workspace", r.workspace},
+                       {"KV cache", r.kv_capacity},
+                       {"runtime overhead", overhead}};
+  return est;
+}
+
 MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
                                const Layout& l) {
   MemoryEstimate est;
@@ -195,6 +268,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
                          ? optimizer_bytes(w.dtype) * (p.non_expert / dp_shards + p.expert / edp)
                          : optimizer_bytes(w.dtype) * p.total();
   const double ref_weights = w.use_kl_loss ? weights : 0.0;
+
+  if (l.fsdp) return estimate_fsdp_memory(m, c, w, l);
 
   // --- Activations for one micro batch, on each stage, with the 1F1B in-flight count.
   const double tokens =
@@ -223,11 +298,11 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
                            : stage_full * in_flight;
     double stage_logits = 0;
     if (s + 1 == stages.size()) {
-      // b*s*V fp32 logits, their log-softmax and the gradient (about three alive at once);
+      // b*s*V fp32 logits, their log-softmax and the gradient (kLogitsCopies alive at once);
       // a fused log-prob kernel holds one vocabulary chunk instead.
       const double vocab = static_cast<double>(m.vocab_size) / d.tp;
-      stage_logits =
-          w.fused_logprob ? tokens * std::min(vocab, 16384.0) * 4.0 : 3.0 * tokens * vocab * 4.0;
+      stage_logits = w.fused_logprob ? tokens * std::min(vocab, 16384.0) * 4.0
+                                     : kLogitsCopies * tokens * vocab * 4.0;
     }
     if (stage_act + stage_logits > activations + logits) {
       activations = stage_act;
@@ -237,24 +312,19 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
 
   est.training.phase = "training";
   est.training.capacity = capacity;
-  // verl's offload moves state off the device between phases, not within one: the actor's
-  // weights and gradients are on the device for its update; the optimizer states come back only
-  // for the optimizer step; an offloaded reference stays on the host while the actor trains.
+  // verl's offload moves state off the device between phases, not within one: for the update
+  // the actor's weights, gradients and optimizer states are all loaded back (megatron_workers
+  // update_actor); an offloaded reference stays on the host while the actor trains.
   // Megatron-Core's CPU optimizer keeps the states (and fp32 master weights) on the host.
+  est.training.phase = "training";
+  est.training.capacity = capacity;
   est.training.items = {
       {"actor weights", weights},
       {"actor gradients", grads},
-      {"actor optimizer states", l.offload.optimizer ? 0.0 : opt},
+      {"actor optimizer states", opt},
       {"activations", activations},
       {"logits", logits},
       {"reference weights", l.offload.params ? 0.0 : ref_weights},
-      {"runtime overhead", overhead},
-  };
-  est.optimizer_step.phase = "optimizer step";
-  est.optimizer_step.capacity = capacity;
-  est.optimizer_step.items = {
-      {"actor weights", weights},      {"actor gradients", grads},
-      {"actor optimizer states", opt}, {"reference weights", l.offload.params ? 0.0 : ref_weights},
       {"runtime overhead", overhead},
   };
 
@@ -265,7 +335,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   est.rollout.capacity = capacity;
   est.rollout.items = {
       {"actor weights", l.offload.params ? 0.0 : weights},
-      {"actor gradients", l.offload.grads ? 0.0 : grads},
+      {"actor gradients", l.offload.params ? 0.0 : grads},
       {"actor optimizer states", l.offload.optimizer ? 0.0 : opt},
       {"reference weights", l.offload.params ? 0.0 : ref_weights},
       {"rollout weights", r.weights},

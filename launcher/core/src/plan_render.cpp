@@ -61,13 +61,13 @@ bool has_item(const PhaseMemory& p, const std::string& name) {
 
 void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) {
   const MemoryEstimate& m = c.memory;
-  out += "Memory per device (GiB)        training  opt.step   rollout\n";
+  out += "Memory per device (GiB)        training   rollout\n";
   auto cell = [&](const PhaseMemory& p, const std::string& row) {
     return has_item(p, row) ? gib(p.bytes(row)) : std::string("-");
   };
   for (const auto& row : memory_rows()) {
-    std::string line = "  " + pad(row, 28) + lpad(cell(m.training, row), 9) +
-                       lpad(cell(m.optimizer_step, row), 10) + lpad(cell(m.rollout, row), 10);
+    std::string line =
+        "  " + pad(row, 28) + lpad(cell(m.training, row), 9) + lpad(cell(m.rollout, row), 10);
     if (row == "KV cache") {
       line += "   needs " + gib(m.engine.kv_needed) + " for " +
               std::to_string(m.engine.concurrent_seqs) + " sequences of " +
@@ -76,9 +76,9 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
     out += line + "\n";
   }
   out += "  " + pad("total", 28) + lpad(gib(m.training.total()), 9) +
-         lpad(gib(m.optimizer_step.total()), 10) + lpad(gib(m.rollout.total()), 10) + "   of " +
-         gib(m.training.capacity) + " usable (" + format_fixed(100.0 * w.memory_headroom, 0) +
-         "% headroom)" + (m.fits() ? "" : ", does not fit") + "\n";
+         lpad(gib(m.rollout.total()), 10) + "   of " + gib(m.training.capacity) + " usable (" +
+         format_fixed(100.0 * w.memory_headroom, 0) + "% headroom)" +
+         (m.fits() ? "" : ", does not fit") + "\n";
 }
 
 }  // namespace
@@ -298,7 +298,6 @@ nlohmann::json candidate_json(const Candidate& c) {
   return {{"layout", layout_to_json(c.layout)},
           {"memory",
            {{"training", phase_json(m.training)},
-            {"optimizer_step", phase_json(m.optimizer_step)},
             {"rollout", phase_json(m.rollout)},
             {"rollout_budget_gib", m.engine.budget / kGiB},
             {"rollout_weights_fit", m.engine.weights_fit},

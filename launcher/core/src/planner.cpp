@@ -74,8 +74,8 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
     if (!l.offload.optimizer && !l.offload.cpu_optimizer) {
       return "enable optimizer offload (frees the resident optimizer states during rollout)";
     }
-    if (!l.offload.grads) return "enable gradient offload";
-    if (!l.offload.params) return "enable parameter offload";
+    if (!l.offload.params)
+      return "enable parameter offload (also frees the gradients during rollout)";
     return "lower rollout.gpu_memory_utilization";
   }
   if (worst.phase == "optimizer step") {
@@ -91,7 +91,7 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
       m.training.bytes("activations") > 0.1 * m.training.capacity) {
     return "enable full activation recompute";
   }
-  if (!l.offload.optimizer && !l.offload.cpu_optimizer) return "enable optimizer offload";
+  if (!l.offload.cpu_optimizer) return "use Megatron's CPU optimizer (optimizer_cpu_offload)";
   if (!l.offload.params && m.training.bytes("reference weights") > 0) {
     return "enable parameter offload (keeps the reference model on the host while the actor "
            "trains)";
@@ -152,7 +152,7 @@ struct Search {
   void note_candidate(const Candidate& cand) {
     ++plan.stats.evaluated;
     const MemoryEstimate& mem = cand.memory;
-    if (mem.rollout.fits() && mem.training.fits() && mem.optimizer_step.fits()) {
+    if (mem.rollout.fits() && mem.training.fits()) {
       ++plan.stats.fitting;
       for (const auto& key : family_keys(cand.layout)) families[key].any_fit = true;
       fitting.push_back(cand);
@@ -176,11 +176,11 @@ struct Search {
 
 // Every (offload) combination to try, cheapest first, within what the user fixed.
 std::vector<Offload> offload_ladder(const LayoutConstraints& c) {
+  // verl reads grad_offload but never moves gradients; parameter offload frees them.
   const std::vector<Offload> ladder = {{false, false, false, false},
                                        {false, false, true, false},
-                                       {false, true, true, false},
-                                       {true, true, true, false},
-                                       {true, true, false, true}};
+                                       {true, false, true, false},
+                                       {true, false, false, true}};
   std::vector<Offload> out;
   for (const auto& o : ladder) {
     if (c.param_offload && *c.param_offload != o.params) continue;
@@ -198,8 +198,8 @@ std::vector<Offload> offload_ladder(const LayoutConstraints& c) {
 
 bool rollout_tp_legal(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w, int rtp) {
   const bool kv_ok = rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
-  return c.gpus_per_node % rtp == 0 && m.num_attention_heads % rtp == 0 && kv_ok &&
-         w.responses_per_step() % (c.world_size() / rtp) == 0;
+  (void)w;
+  return c.gpus_per_node % rtp == 0 && m.num_attention_heads % rtp == 0 && kv_ok;
 }
 
 }  // namespace
@@ -244,9 +244,7 @@ Plan make_plan(const PlanRequest& req) {
   if (!rollout_fits) rollout_tp = std::max(1, largest.rollout_tp);
 
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
-  std::vector<int> tps = divisors(gpn, gpn);
-  if (2 * gpn <= m.num_attention_heads) tps.push_back(2 * gpn);
-  tps = fixed_or(k.tp, tps);
+  const std::vector<int> tps = fixed_or(k.tp, divisors(gpn, gpn));
   const std::vector<int> pps =
       fixed_or(k.pp, divisors(world, std::min<std::int64_t>(m.num_layers, 128)));
   const std::vector<int> cps = fixed_or(k.cp, std::vector<int>{1});

@@ -38,6 +38,7 @@ struct Layout {
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
   bool distributed_optimizer = true;
+  bool fsdp = false;           // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
   int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
   friend bool operator==(const Layout&, const Layout&) = default;

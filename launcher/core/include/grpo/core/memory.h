@@ -56,14 +56,11 @@ RolloutMemory estimate_rollout_memory(const ModelSpec& model, const ClusterProfi
                                       const WorkloadSpec& workload, int rollout_tp);
 
 struct MemoryEstimate {
-  PhaseMemory rollout;         // generation: resident actor state + the engine's budget
-  PhaseMemory training;        // forward/backward of the policy update
-  PhaseMemory optimizer_step;  // the optimizer step (offloaded states are loaded back for it)
-  ShardedParams actor;         // actor parameters on the worst stage's device
-  RolloutMemory engine;        // the rollout engine at the layout's rollout TP
-  bool fits() const {
-    return rollout.fits() && training.fits() && optimizer_step.fits() && engine.weights_fit;
-  }
+  PhaseMemory rollout;   // generation: resident actor state + the engine's budget
+  PhaseMemory training;  // the policy update: forward, backward and optimizer step
+  ShardedParams actor;   // actor parameters on the worst stage's device
+  RolloutMemory engine;  // the rollout engine at the layout's rollout TP
+  bool fits() const { return rollout.fits() && training.fits() && engine.weights_fit; }
   // The phase that is over capacity by the largest margin (the training phase when all fit).
   const PhaseMemory& worst() const;
 };
@@ -73,7 +70,10 @@ double runtime_overhead_bytes(DeviceVendor vendor);
 
 ShardedParams sharded_params(const ModelSpec& model, const Layout& layout);
 
+// The estimate for `layout`; with layout.fsdp, verl's FSDP strategy (estimate_fsdp_memory).
 MemoryEstimate estimate_memory(const ModelSpec& model, const ClusterProfile& cluster,
                                const WorkloadSpec& workload, const Layout& layout);
+MemoryEstimate estimate_fsdp_memory(const ModelSpec& model, const ClusterProfile& cluster,
+                                    const WorkloadSpec& workload, const Layout& layout);
 
 }  // namespace grpo::core

@@ -1,0 +1,700 @@
+#include "grpo/core/checker.h"
+
+#include "grpo/core/planner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <functional>
+#include <map>
+
+#include "grpo/core/text.h"
+
+namespace grpo::core {
+namespace {
+
+const std::string A = "actor_rollout_ref.";
+const std::string kTp = A + "actor.megatron.tensor_model_parallel_size";
+const std::string kPp = A + "actor.megatron.pipeline_model_parallel_size";
+const std::string kCp = A + "actor.megatron.context_parallel_size";
+const std::string kEp = A + "actor.megatron.expert_model_parallel_size";
+const std::string kEtp = A + "actor.megatron.expert_tensor_parallel_size";
+const std::string kSp = A + "actor.megatron.sequence_parallel";
+const std::string kDistOpt = A + "actor.megatron.use_distributed_optimizer";
+const std::string kTc = A + "actor.megatron.override_transformer_config.";
+const std::string kRefTp = A + "ref.megatron.tensor_model_parallel_size";
+const std::string kRefPp = A + "ref.megatron.pipeline_model_parallel_size";
+const std::string kRolloutTp = A + "rollout.tensor_model_parallel_size";
+const std::string kMicro = A + "actor.ppo_micro_batch_size_per_gpu";
+const std::string kMini = A + "actor.ppo_mini_batch_size";
+const std::string kTrainBatch = "data.train_batch_size";
+const std::string kModelPath = A + "model.path";
+const std::string kStrategy = A + "actor.strategy";
+
+// A Hydra override as the script wrote it.
+struct Override {
+  std::string key;     // without the +, ++ or ~ prefix
+  std::string prefix;  // "", "+", "++", "~"
+  std::string value;
+  SourceLocation where;
+  bool unresolved = false;
+  std::string why;
+};
+
+bool is_entry_point(const std::string& word) {
+  if (word.rfind("verl.trainer.main_", 0) == 0) return true;
+  if (word.rfind("recipe.", 0) == 0 && word.find(".main_") != std::string::npos) return true;
+  const auto slash = word.rfind('/');
+  const std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
+  return base.rfind("main_ppo", 0) == 0 && base.size() > 3 &&
+         base.compare(base.size() - 3, 3, ".py") == 0 && word.find("verl") != std::string::npos;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string strip_model_suffixes(std::string s) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const char* suffix : {"-instruct", "-base", "-chat", "-hf", "/"}) {
+      const std::string suf(suffix);
+      if (s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0) {
+        s.resize(s.size() - suf.size());
+        changed = true;
+      }
+    }
+  }
+  return s;
+}
+
+std::string last_component(std::string path) {
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::optional<bool> parse_bool(const std::string& v) {
+  const std::string l = lower(v);
+  if (l == "true" || l == "1") return true;
+  if (l == "false" || l == "0") return false;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_int(const std::string& v) {
+  std::int64_t out = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
+std::optional<double> parse_double(const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used != v.size()) return std::nullopt;
+    return d;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+class RunChecker {
+ public:
+  RunChecker(const ParsedScript& script, const ShellCommand& cmd, std::size_t entry,
+             const ConfigSchema& schema, const SourceProvider& provider,
+             const CheckOptions& options, const std::map<std::string, ShellAssignment>& env)
+      : script_(script),
+        cmd_(cmd),
+        entry_(entry),
+        schema_(schema),
+        provider_(provider),
+        options_(options),
+        env_(env) {}
+
+  Result<CheckedRun> run() {
+    run_.line = cmd_.line;
+    run_.entry_point = cmd_.words[entry_].text;
+    read_overrides();
+    check_keys_and_values();
+    GRPO_TRY_STATUS(resolve_model_and_cluster());
+    if (have_model_) {
+      build_layout();
+      if (options_.parallel) check_parallel();
+      if (options_.data_types) check_data_types();
+      if (options_.memory) check_memory();
+    }
+    check_environment();
+    std::stable_sort(run_.diagnostics.begin(), run_.diagnostics.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) {
+                       if (a.where.line != b.where.line) return a.where.line < b.where.line;
+                       return to_string(a.code) < to_string(b.code);
+                     });
+    return run_;
+  }
+
+ private:
+  SourceLocation at(const ShellWord& w) const { return {script_.file, w.line, w.column}; }
+  SourceLocation command_location() const { return {script_.file, cmd_.line, 0}; }
+
+  void add(DiagCode code, const std::string& setting, std::string message, std::string hint,
+           SourceLocation where, std::optional<Severity> severity = std::nullopt) {
+    Diagnostic d = make_diag(code, setting, std::move(message), std::move(hint), std::move(where));
+    if (severity) d.severity = *severity;
+    // One finding per (code, line): the engines' rules can trip twice over one setting.
+    for (const auto& e : run_.diagnostics) {
+      if (e.code == d.code && e.where.line == d.where.line && e.setting == d.setting) return;
+    }
+    run_.diagnostics.push_back(std::move(d));
+  }
+
+  void read_overrides() {
+    const auto& words = cmd_.words;
+    for (std::size_t i = entry_ + 1; i < words.size(); ++i) {
+      const ShellWord& w = words[i];
+      if (w.from_args && w.text.empty()) {
+        run_.passes_args = true;
+        continue;
+      }
+      const std::string& t = w.text;
+      if (t.rfind("--config-name", 0) == 0 || t.rfind("--config-path", 0) == 0 || t == "-cn" ||
+          t == "-cp") {
+        const bool name = t.rfind("--config-name", 0) == 0 || t == "-cn";
+        std::string value;
+        const auto eq = t.find('=');
+        if (eq != std::string::npos) {
+          value = t.substr(eq + 1);
+        } else if (i + 1 < words.size()) {
+          value = words[++i].text;
+        }
+        if (name) config_name_ = value;
+        continue;
+      }
+      if (t.empty() || t[0] == '-') continue;  // other Hydra flags (--multirun, ...)
+      Override o;
+      std::string body = t;
+      for (const char* p : {"++", "+", "~"}) {
+        if (body.rfind(p, 0) == 0) {
+          o.prefix = p;
+          body = body.substr(std::string(p).size());
+          break;
+        }
+      }
+      const auto eq = body.find('=');
+      if (eq == std::string::npos && o.prefix != "~") continue;  // not an override
+      o.key = body.substr(0, eq);
+      o.value = eq == std::string::npos ? std::string{} : body.substr(eq + 1);
+      o.where = at(w);
+      o.unresolved = w.unresolved;
+      o.why = w.unresolved_why;
+      if (o.key.empty()) continue;
+      overrides_.push_back(o);
+      by_key_[o.key] = overrides_.size() - 1;
+    }
+    run_.overrides = overrides_.size();
+  }
+
+  const Override* find(const std::string& key) const {
+    const auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : &overrides_[it->second];
+  }
+  // A value the checker can use: set, resolved, and not a removal (~key).
+  const Override* usable(const std::string& key) const {
+    const Override* o = find(key);
+    return o != nullptr && !o->unresolved && o->prefix != "~" ? o : nullptr;
+  }
+  SourceLocation where_or_command(const std::string& key) const {
+    const Override* o = find(key);
+    return o != nullptr ? o->where : command_location();
+  }
+
+  std::int64_t int_setting(const std::string& key, std::int64_t fallback, std::int64_t min = 1) {
+    const Override* o = usable(key);
+    if (o == nullptr || lower(o->value) == "null" || o->value.empty()) return fallback;
+    const auto v = parse_int(o->value);
+    if (!v || *v < min) {
+      add(DiagCode::kInvalidSetting, key,
+          key + "=" + o->value + ": expected an integer" +
+              (min > 0 ? " >= " + std::to_string(min) : ""),
+          "give a whole number", o->where);
+      return fallback;
+    }
+    return *v;
+  }
+  bool bool_setting(const std::string& key, bool fallback) {
+    const Override* o = usable(key);
+    if (o == nullptr || o->value.empty()) return fallback;
+    const auto v = parse_bool(o->value);
+    if (!v) {
+      add(DiagCode::kInvalidSetting, key, key + "=" + o->value + ": expected True or False",
+          "use True or False", o->where);
+      return fallback;
+    }
+    return *v;
+  }
+  double double_setting(const std::string& key, double fallback) {
+    const Override* o = usable(key);
+    if (o == nullptr || o->value.empty()) return fallback;
+    const auto v = parse_double(o->value);
+    if (!v) {
+      add(DiagCode::kInvalidSetting, key, key + "=" + o->value + ": expected a number",
+          "give a number", o->where);
+      return fallback;
+    }
+    return *v;
+  }
+  std::string string_setting(const std::string& key, std::string fallback) {
+    const Override* o = usable(key);
+    if (o == nullptr) return fallback;
+    std::string v = o->value;
+    if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
+      v = v.substr(1, v.size() - 2);
+    return v;
+  }
+
+  void check_keys_and_values() {
+    for (const auto& o : overrides_) {
+      const KeyCheck k = schema_.check_key(o.key);
+      if (!k.known) {
+        std::string msg = "'" + o.key + "' is not a setting verl or Megatron-Core knows";
+        if (!k.detail.empty()) msg += " (" + k.detail + ")";
+        add(DiagCode::kUnknownKey, o.key, msg,
+            k.suggestion.empty() ? "remove it; see data/schema/ for the valid keys"
+                                 : "did you mean '" + k.suggestion + "'?",
+            o.where);
+      }
+      if (o.unresolved) {
+        add(DiagCode::kUnresolved, o.key, o.key + " cannot be resolved statically: " + o.why,
+            "give the value literally or with a default (${VAR:-value})", o.where);
+      }
+    }
+  }
+
+  Status resolve_model_and_cluster() {
+    // Hardware.
+    run_.profile = options_.profile.empty() ? kDefaultCheckProfile : options_.profile;
+    run_.profile_is_default = options_.profile.empty();
+    GRPO_TRY(cluster_, load_cluster(provider_, run_.profile, options_.sets));
+    cluster_.nodes = static_cast<int>(int_setting("trainer.nnodes", 1));
+    cluster_.gpus_per_node = static_cast<int>(int_setting("trainer.n_gpus_per_node", 8));
+    run_.nodes = cluster_.nodes;
+    run_.gpus_per_node = cluster_.gpus_per_node;
+    // Model.
+    if (!options_.model.empty()) {
+      GRPO_TRY(model_, load_model(provider_, options_.model));
+      have_model_ = true;
+    } else if (const Override* o = usable(kModelPath)) {
+      const std::string wanted =
+          strip_model_suffixes(lower(last_component(string_setting(kModelPath, ""))));
+      for (const auto& name : provider_.names(CatalogKind::kModel)) {
+        auto m = load_model(provider_, name);
+        if (!m.ok()) continue;
+        const std::string hf = strip_model_suffixes(lower(last_component(m->hf_id)));
+        if (wanted == lower(name) || (!hf.empty() && wanted == hf)) {
+          model_ = std::move(m).value();
+          have_model_ = true;
+          break;
+        }
+      }
+      if (!have_model_) {
+        add(DiagCode::kUnresolved, kModelPath,
+            "model '" + last_component(o->value) +
+                "' matches no model spec, so heads, layers and memory are not checked",
+            "pass --model NAME (see `grpo-launch profiles`) or add a spec to your profile "
+            "directory",
+            o->where);
+      }
+    } else {
+      add(DiagCode::kUnresolved, kModelPath, "the script does not say which model it trains",
+          "pass --model NAME", command_location());
+    }
+    run_.model = have_model_ ? model_.name : "";
+    return ok_status();
+  }
+
+  void build_layout() {
+    const std::string strategy = string_setting(kStrategy, "");
+    megatron_ = strategy == "megatron" ||
+                (strategy.empty() && config_name_.find("megatron") != std::string::npos);
+    run_.strategy = megatron_ ? "megatron" : "fsdp";
+    WorkloadSpec& w = workload_;
+    w.train_batch_size = int_setting(kTrainBatch, 1024);
+    w.rollout_n = int_setting(A + "rollout.n", 1);
+    w.ppo_mini_batch_size = int_setting(kMini, 256);
+    w.max_prompt_length = int_setting("data.max_prompt_length", 512);
+    w.max_response_length = int_setting("data.max_response_length", 512);
+    w.ppo_epochs = int_setting(A + "actor.ppo_epochs", 1);
+    w.gpu_memory_utilization = double_setting(A + "rollout.gpu_memory_utilization", 0.5);
+    w.max_num_seqs = int_setting(A + "rollout.max_num_seqs", 1024);
+    w.use_kl_loss = bool_setting(A + "actor.use_kl_loss", false);
+    w.memory_headroom = cluster_.grpo.memory_headroom;
+    w.achievable_mfu = cluster_.grpo.achievable_mfu;
+    const bool fp16 = bool_setting(kTc + "fp16", false);
+    w.dtype = fp16 ? Dtype::kFp16 : Dtype::kBf16;
+    cluster_.grpo = w;
+
+    Layout& l = run_.layout;
+    const int world = cluster_.world_size();
+    if (megatron_) {
+      l.dims.tp = static_cast<int>(int_setting(kTp, 1));
+      l.dims.pp = static_cast<int>(int_setting(kPp, 1));
+      l.dims.cp = static_cast<int>(int_setting(kCp, 1));
+      l.dims.ep = static_cast<int>(int_setting(kEp, 1));
+      // Megatron-Core: expert_tensor_parallel_size None means "the same as TP".
+      l.dims.etp = static_cast<int>(int_setting(kEtp, l.dims.tp));
+      l.sequence_parallel = l.dims.tp > 1 && bool_setting(kSp, true);
+      l.distributed_optimizer = bool_setting(kDistOpt, true);
+      l.offload.params = bool_setting(A + "actor.megatron.param_offload", false);
+      l.offload.grads = bool_setting(A + "actor.megatron.grad_offload", false);
+      l.offload.optimizer = bool_setting(A + "actor.megatron.optimizer_offload", false);
+      l.first_stage_layers =
+          static_cast<int>(int_setting(kTc + "num_layers_in_first_pipeline_stage", 0, 0));
+      l.last_stage_layers =
+          static_cast<int>(int_setting(kTc + "num_layers_in_last_pipeline_stage", 0, 0));
+      l.recompute = string_setting(kTc + "recompute_granularity", "") == "full" ? Recompute::kFull
+                                                                                : Recompute::kNone;
+      if (find(kRefTp) != nullptr) l.ref_tp = static_cast<int>(int_setting(kRefTp, l.dims.tp));
+    } else {
+      l.fsdp = true;
+      l.offload.params = bool_setting(A + "actor.fsdp_config.param_offload", false);
+      l.offload.optimizer = bool_setting(A + "actor.fsdp_config.optimizer_offload", false);
+      l.recompute = bool_setting(A + "model.enable_gradient_checkpointing", true)
+                        ? Recompute::kFull
+                        : Recompute::kNone;
+    }
+    const int mp = l.dims.tp * l.dims.pp * l.dims.cp;
+    l.dims.dp = mp > 0 && world % mp == 0 ? world / mp : 1;
+    l.rollout_tp = static_cast<int>(int_setting(kRolloutTp, 2));
+    if (find(kMicro) != nullptr) {
+      l.micro_batch = static_cast<int>(int_setting(kMicro, 1));
+      micro_given_ = true;
+    } else if (bool_setting(A + "actor.use_dynamic_bsz", false)) {
+      const std::int64_t max_tokens = int_setting(A + "actor.ppo_max_token_len_per_gpu", 16384);
+      l.micro_batch = static_cast<int>(
+          std::max<std::int64_t>(1, max_tokens / std::max<std::int64_t>(1, w.seq_length())));
+    }
+  }
+
+  // Maps a planner setting name to the verl key that sets it.
+  std::string key_for(const std::string& setting) const {
+    static const std::map<std::string, std::string> keys = {
+        {"tp", kTp},
+        {"pp", kPp},
+        {"cp", kCp},
+        {"ep", kEp},
+        {"etp", kEtp},
+        {"dp", "trainer.n_gpus_per_node"},
+        {"rollout_tp", kRolloutTp},
+        {"ref_tp", kRefTp},
+        {"micro_batch", kMicro},
+        {"ppo_mini_batch_size", kMini},
+        {"train_batch_size", kTrainBatch},
+        {"sequence_parallel", kSp},
+        {"first_stage_layers", kTc + "num_layers_in_first_pipeline_stage"},
+        {"grpo.dtype", kTc + "bf16"},
+    };
+    const auto it = keys.find(setting);
+    return it == keys.end() ? setting : it->second;
+  }
+
+  void check_parallel() {
+    const Layout& l = run_.layout;
+    for (Diagnostic d : check_legality(model_, cluster_, workload_, l)) {
+      if (check_group(d.code) != "parallel") continue;
+      if (d.setting == "micro_batch" && !micro_given_) continue;  // verl's default is dynamic
+      const std::string key = key_for(d.setting);
+      const Override* o = find(key);
+      d.setting = key;
+      d.where = o != nullptr ? o->where : command_location();
+      if (o == nullptr) d.message += " (verl's default for " + key + ")";
+      add(d.code, d.setting, d.message, d.hint, d.where, d.severity);
+    }
+    if (megatron_ && find(kRefPp) != nullptr && find(kPp) != nullptr) {
+      const auto ref_pp = int_setting(kRefPp, l.dims.pp);
+      if (ref_pp != l.dims.pp) {
+        add(DiagCode::kTpMismatch, kRefPp,
+            "reference PP = " + std::to_string(ref_pp) +
+                " differs from actor PP = " + std::to_string(l.dims.pp),
+            "set the reference's pipeline_model_parallel_size to " + std::to_string(l.dims.pp),
+            find(kRefPp)->where);
+      }
+    }
+    if (!megatron_) {
+      const auto sp = int_setting(A + "actor.ulysses_sequence_parallel_size", 1);
+      if (sp > 1 && model_.num_attention_heads % sp != 0) {
+        add(DiagCode::kHeadsNotDivisible, A + "actor.ulysses_sequence_parallel_size",
+            std::to_string(model_.num_attention_heads) +
+                " attention heads are not divisible by the Ulysses size " + std::to_string(sp),
+            "use a size dividing the head count",
+            where_or_command(A + "actor.ulysses_sequence_parallel_size"));
+      }
+    }
+  }
+
+  void check_data_types() {
+    const Override* fp16 = usable(kTc + "fp16");
+    const Override* bf16 = usable(kTc + "bf16");
+    const bool is_fp16 = fp16 != nullptr && parse_bool(fp16->value).value_or(false);
+    const bool is_bf16 = bf16 != nullptr && parse_bool(bf16->value).value_or(false);
+    if (is_fp16 && is_bf16) {
+      const Override* later = fp16->where.line > bf16->where.line ? fp16 : bf16;
+      add(DiagCode::kDtypeConflict, later->key,
+          "fp16 and bf16 are both enabled in override_transformer_config",
+          "enable exactly one of them", later->where);
+    }
+    if (const Override* pd = usable(kTc + "params_dtype")) {
+      std::string v = lower(pd->value);
+      v.erase(std::remove(v.begin(), v.end(), '\''), v.end());
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      if (v.rfind("torch.", 0) == 0) v = v.substr(6);
+      const bool v16 = v == "fp16" || v == "float16" || v == "half";
+      const bool vbf = v == "bf16" || v == "bfloat16";
+      if ((is_fp16 && !v16) || (is_bf16 && !vbf)) {
+        add(DiagCode::kDtypeConflict, pd->key,
+            "params_dtype=" + pd->value + " contradicts " + (is_fp16 ? "fp16" : "bf16") +
+                "=True: Megatron keeps its parameters in the training dtype and fp32 master copies "
+                "apart",
+            std::string("remove params_dtype or set it to ") + (is_fp16 ? "fp16" : "bf16"),
+            pd->where);
+      }
+    }
+    const Override* scaling = usable(kTc + "apply_query_key_layer_scaling");
+    const Override* softmax = usable(kTc + "attention_softmax_in_fp32");
+    const bool softmax_fp32 = softmax == nullptr || parse_bool(softmax->value).value_or(true);
+    if (scaling != nullptr && parse_bool(scaling->value).value_or(false) && !softmax_fp32) {
+      add(DiagCode::kDtypeConflict, softmax->key,
+          "apply_query_key_layer_scaling=True requires attention_softmax_in_fp32=True "
+          "(Megatron-Core asserts it)",
+          "set attention_softmax_in_fp32=True", softmax->where);
+    } else if (is_fp16 && softmax != nullptr && !softmax_fp32) {
+      add(DiagCode::kDtypeConflict, softmax->key,
+          "fp16 training with the attention softmax in fp16 overflows on long sequences",
+          "set attention_softmax_in_fp32=True", softmax->where, Severity::kWarning);
+    }
+    if (!is_fp16 && !cluster_.device.bf16) {
+      const Override* where = bf16 != nullptr ? bf16 : find(kModelPath);
+      add(DiagCode::kDtypeConflict, where != nullptr ? where->key : kModelPath,
+          "bf16 training (verl's default) on " + cluster_.device.kind + ", which has no bf16",
+          "train in fp16 (override_transformer_config.fp16=True with loss scaling) or use newer "
+          "hardware",
+          where != nullptr ? where->where : command_location());
+    }
+    if (const Override* rd = usable(A + "rollout.dtype")) {
+      const std::string v = lower(string_setting(A + "rollout.dtype", ""));
+      const bool r16 = v == "float16" || v == "fp16" || v == "half";
+      const bool rbf = v == "bfloat16" || v == "bf16";
+      if ((r16 && !is_fp16) || (rbf && is_fp16)) {
+        add(DiagCode::kDtypeConflict, rd->key,
+            "rollout dtype " + rd->value + " differs from the actor's " +
+                (is_fp16 ? "fp16" : "bf16") + ": log-probs of the rollout and the actor disagree",
+            "use the same dtype for rollout and actor", rd->where, Severity::kWarning);
+      }
+    }
+  }
+
+  void check_memory() {
+    const Layout& l = run_.layout;
+    if (!check_legality(model_, cluster_, workload_, l).empty() && !l.fsdp) {
+      // The estimate needs a legal shape; parallel errors are reported already.
+      bool structural = false;
+      for (const auto& d : check_legality(model_, cluster_, workload_, l)) {
+        structural |=
+            d.code == DiagCode::kWorldSizeMismatch || d.code == DiagCode::kHeadsNotDivisible ||
+            d.code == DiagCode::kKvHeadsNotDivisible || d.code == DiagCode::kLayersNotDivisible ||
+            d.code == DiagCode::kExpertsNotDivisible || d.code == DiagCode::kTpCrossesNode;
+      }
+      if (structural) return;
+    }
+    run_.memory = estimate_memory(model_, cluster_, workload_, l);
+    const MemoryEstimate& m = *run_.memory;
+    if (m.fits()) return;
+    std::string where_key = kModelPath;
+    if (find(kMicro) != nullptr) {
+      where_key = kMicro;
+    } else if (megatron_ && find(kTp) != nullptr) {
+      where_key = kTp;
+    }
+    std::string message;
+    Candidate c;
+    c.layout = l;
+    c.memory = m;
+    if (!m.engine.weights_fit) {
+      message = "rollout weights " + format_gib(m.engine.weights) +
+                " per device at rollout TP=" + std::to_string(l.rollout_tp) +
+                " do not fit gpu_memory_utilization x " +
+                format_fixed(cluster_.device.memory_gib, 0) +
+                " GiB = " + format_gib(m.engine.budget);
+    } else {
+      const PhaseMemory& p = m.worst();
+      std::string breakdown;
+      for (const auto& item : p.items) {
+        if (item.bytes > 0)
+          breakdown += (breakdown.empty() ? "" : ", ") + item.name + " " + format_gib(item.bytes);
+      }
+      message = p.phase + " phase needs " + format_gib(p.total()) + " per device of " +
+                format_gib(p.capacity) + " usable on " + cluster_.device.kind + " [" + breakdown +
+                "]";
+    }
+    add(DiagCode::kOomRisk, where_key, message,
+        m.engine.weights_fit ? cheapest_fix(c, cluster_)
+                             : "raise rollout.tensor_model_parallel_size or gpu_memory_utilization",
+        where_or_command(where_key));
+  }
+
+  void check_environment() {
+    const bool npu = string_setting("trainer.device", "") == "npu" ||
+                     cluster_.device.vendor == DeviceVendor::kAscend;
+    for (const auto& [name, a] : env_) {
+      const SourceLocation where = at(a.value);
+      const std::string& value = a.value.text;
+      const EnvCheck e = schema_.check_env(name);
+      if (e.status == EnvStatus::kUnknown) {
+        add(DiagCode::kEnvUnknown, name,
+            name + " is not an environment variable " + e.library + " documents",
+            e.suggestion.empty() ? "remove it" : "did you mean " + e.suggestion + "?", where);
+      }
+      if (name.rfind("NCCL_", 0) == 0 && npu) {
+        add(DiagCode::kEnvConflict, name,
+            name + " on an Ascend NPU run: HCCL does not read NCCL settings",
+            "use the HCCL_* equivalent", where, Severity::kWarning);
+      }
+      if (name.rfind("HCCL_", 0) == 0 && !npu && cluster_.device.vendor == DeviceVendor::kNvidia) {
+        add(DiagCode::kEnvConflict, name,
+            name + " on an NVIDIA run: NCCL does not read HCCL settings",
+            "use the NCCL_* equivalent", where, Severity::kWarning);
+      }
+      if (name == "CUDA_DEVICE_MAX_CONNECTIONS" && !a.value.unresolved) {
+        if (!megatron_ && value == "1") {
+          add(DiagCode::kEnvConflict, name,
+              "CUDA_DEVICE_MAX_CONNECTIONS=1 with the FSDP strategy serializes communication "
+              "behind compute "
+              "(Megatron-Core needs it; FSDP's overlap suffers)",
+              "unset it for FSDP runs", where, Severity::kWarning);
+        } else if (megatron_ && value != "1" &&
+                   (run_.layout.dims.tp > 1 || run_.layout.dims.cp > 1)) {
+          add(DiagCode::kEnvConflict, name,
+              "CUDA_DEVICE_MAX_CONNECTIONS=" + value +
+                  " with Megatron TP=" + std::to_string(run_.layout.dims.tp) +
+                  ": Megatron-Core requires 1 for sequence parallelism / TP communication overlap",
+              "export CUDA_DEVICE_MAX_CONNECTIONS=1", where);
+        }
+      }
+      if ((name == "CUDA_VISIBLE_DEVICES" || name == "ASCEND_RT_VISIBLE_DEVICES") &&
+          !a.value.unresolved && !value.empty()) {
+        const auto count = 1 + std::count(value.begin(), value.end(), ',');
+        if (count != run_.gpus_per_node) {
+          add(DiagCode::kEnvConflict, name,
+              name + "=" + value + " exposes " + std::to_string(count) +
+                  " devices but trainer.n_gpus_per_node=" + std::to_string(run_.gpus_per_node),
+              "make them agree", where);
+        }
+      }
+    }
+  }
+
+  const ParsedScript& script_;
+  const ShellCommand& cmd_;
+  std::size_t entry_;
+  const ConfigSchema& schema_;
+  const SourceProvider& provider_;
+  const CheckOptions& options_;
+  const std::map<std::string, ShellAssignment>& env_;
+  CheckedRun run_;
+  std::vector<Override> overrides_;
+  std::map<std::string, std::size_t> by_key_;
+  std::string config_name_;
+  ClusterProfile cluster_;
+  ModelSpec model_;
+  WorkloadSpec workload_;
+  bool have_model_ = false;
+  bool megatron_ = false;
+  bool micro_given_ = false;
+};
+
+}  // namespace
+
+std::size_t CheckReport::errors() const {
+  std::size_t n = 0;
+  for (const auto& r : runs)
+    for (const auto& d : r.diagnostics) n += d.severity == Severity::kError;
+  return n;
+}
+
+std::size_t CheckReport::warnings() const {
+  std::size_t n = 0;
+  for (const auto& r : runs)
+    for (const auto& d : r.diagnostics) n += d.severity == Severity::kWarning;
+  return n;
+}
+
+std::string_view check_group(DiagCode code) {
+  switch (code) {
+    case DiagCode::kTpMismatch:
+    case DiagCode::kWorldSizeMismatch:
+    case DiagCode::kHeadsNotDivisible:
+    case DiagCode::kKvHeadsNotDivisible:
+    case DiagCode::kLayersNotDivisible:
+    case DiagCode::kExpertsNotDivisible:
+    case DiagCode::kTpCrossesNode:
+    case DiagCode::kGroupSplit:
+    case DiagCode::kBatchNotDivisible:
+    case DiagCode::kInvalidSetting:
+    case DiagCode::kUnevenPipeline:
+      return "parallel";
+    case DiagCode::kOomRisk:
+    case DiagCode::kKvCacheShort:
+    case DiagCode::kNoFeasiblePlan:
+      return "memory";
+    case DiagCode::kDtypeConflict:
+      return "data-types";
+    case DiagCode::kEnvConflict:
+    case DiagCode::kEnvUnknown:
+    case DiagCode::kUnknownKey:
+    case DiagCode::kUnresolved:
+      return "always";
+  }
+  return "always";
+}
+
+Result<CheckReport> check_script(const ParsedScript& script, const ConfigSchema& schema,
+                                 const SourceProvider& provider, const CheckOptions& options) {
+  CheckReport report;
+  report.file = script.file;
+  // Exported variables as they stand when each command runs.
+  std::map<std::string, ShellAssignment> exported;
+  std::size_t next_assignment = 0;
+  for (const auto& cmd : script.commands) {
+    // Replay the exports up to this command.
+    while (next_assignment < script.assignments.size() &&
+           script.assignments[next_assignment].value.line <= cmd.line) {
+      const auto& a = script.assignments[next_assignment++];
+      if (a.exported &&
+          std::find_if(cmd.prefix.begin(), cmd.prefix.end(), [&](const ShellAssignment& p) {
+            return p.name == a.name && p.value.line == a.value.line;
+          }) == cmd.prefix.end()) {
+        exported[a.name] = a;
+      } else if (exported.count(a.name) > 0 && !a.exported) {
+        exported[a.name] = ShellAssignment{a.name, a.value, true};
+      }
+    }
+    for (std::size_t i = 0; i < cmd.words.size(); ++i) {
+      if (!is_entry_point(cmd.words[i].text)) continue;
+      std::map<std::string, ShellAssignment> env = exported;
+      for (const auto& p : cmd.prefix) env[p.name] = p;
+      RunChecker checker(script, cmd, i, schema, provider, options, env);
+      GRPO_TRY(CheckedRun run, checker.run());
+      report.runs.push_back(std::move(run));
+      break;
+    }
+  }
+  if (report.runs.empty()) {
+    return make_error(ErrorKind::kParse,
+                      "no verl entry point (python3 -m verl.trainer.main_ppo ...) found: not a "
+                      "verl launch script",
+                      {script.file, 0, 0});
+  }
+  return report;
+}
+
+}  // namespace grpo::core
