@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <map>
+
 #include "grpo/trainer/checkpoint_store.h"
 
 namespace grpo::trainer {
@@ -58,8 +60,10 @@ TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
   ASSERT_TRUE(best);
   EXPECT_EQ(best->step, 10);
   ASSERT_EQ(skipped.size(), 2u);
-  EXPECT_NE(skipped[0].reason.find("manifest"), std::string::npos);
-  EXPECT_NE(skipped[1].reason.find("SHA-256"), std::string::npos);
+  std::map<std::string, std::string> reasons;
+  for (const auto& s : skipped) reasons[fs::path(s.path).filename().string()] = s.reason;
+  EXPECT_NE(reasons["step_00000040"].find("manifest"), std::string::npos);
+  EXPECT_NE(reasons["step_00000020"].find("SHA-256"), std::string::npos);
   s.remove_temporaries();
   EXPECT_FALSE(fs::exists(w->dir()));
 }

@@ -181,6 +181,25 @@ std::string format_double(double v) {
   return s;
 }
 
+// For messages: 0.2, 1, 1e-08.
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// did_you_mean, falling back to a candidate the word is a prefix of ("low_var" -> "low_var_kl").
+std::string suggestion(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string hint = core::did_you_mean(word, candidates);
+  if (!hint.empty() || word.empty()) return hint;
+  for (const std::string& c : candidates) {
+    if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      return " (did you mean '" + c + "'?)";
+    }
+  }
+  return {};
+}
+
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -241,7 +260,7 @@ const KeyDef* find_key(std::string_view name) {
 core::Error unknown_key(std::string_view name, SourceLocation where) {
   std::vector<std::string> names;
   for (const KeyDef& d : key_defs()) names.push_back(d.name);
-  std::string hint = core::did_you_mean(name, names);
+  std::string hint = suggestion(name, names);
   if (hint.empty()) {
     // A key given without its section: "rollout.n" for "actor_rollout_ref.rollout.n".
     for (const std::string& n : names) {
@@ -263,13 +282,13 @@ Status check_number(const KeyDef& d, double v, SourceLocation where) {
   if (std::isnan(v) || low || high) {
     std::string want;
     if (c.min && c.max) {
-      want = std::string("in ") + (c.min_exclusive ? "(" : "[") + format_double(*c.min) + ", " +
-             format_double(*c.max) + "]";
+      want = std::string("in ") + (c.min_exclusive ? "(" : "[") + format_number(*c.min) + ", " +
+             format_number(*c.max) + "]";
     } else if (c.min) {
-      want = (c.min_exclusive ? "> " : ">= ") + format_double(*c.min);
+      want = (c.min_exclusive ? "> " : ">= ") + format_number(*c.min);
     }
     return make_error(ErrorKind::kInvalidValue,
-                      d.name + ": must be " + want + ", got " + format_double(v), std::move(where));
+                      d.name + ": must be " + want + ", got " + format_number(v), std::move(where));
   }
   return core::ok_status();
 }
@@ -324,7 +343,7 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
             for (const auto& c : d.check.choices) list += (list.empty() ? "" : ", ") + c;
             return make_error(ErrorKind::kInvalidValue,
                               d.name + ": '" + *s + "' is not one of: " + list +
-                                  core::did_you_mean(*s, d.check.choices),
+                                  suggestion(*s, d.check.choices),
                               where);
           }
           field = *s;
