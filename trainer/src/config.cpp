@@ -341,10 +341,10 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
                                                     *s) == d.check.choices.end()) {
             std::string list;
             for (const auto& c : d.check.choices) list += (list.empty() ? "" : ", ") + c;
-            return make_error(ErrorKind::kInvalidValue,
-                              d.name + ": '" + *s + "' is not one of: " + list +
-                                  suggestion(*s, d.check.choices),
-                              where);
+            return make_error(
+                ErrorKind::kInvalidValue,
+                d.name + ": '" + *s + "' is not one of: " + list + suggestion(*s, d.check.choices),
+                where);
           }
           field = *s;
         } else {

@@ -1,0 +1,224 @@
+// grpo-trainer as real processes: bit-exact resume (1 and 2 ranks, dense and MoE), identical
+// weights across ranks after every step, resume on a different number of ranks, torn and corrupt
+// checkpoints, OOM and expert-imbalance injection, control requests and config errors.
+#include <gtest/gtest.h>
+
+#include "process_helpers.h"
+
+namespace grpo::trainer::testing {
+namespace {
+
+std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+void expect_all_exit(const std::vector<RankResult>& rs, int code) {
+  for (std::size_t r = 0; r < rs.size(); ++r) {
+    EXPECT_EQ(rs[r].exit_code, code) << "rank " << r << ":\n" << rs[r].stderr_text;
+  }
+}
+
+struct ResumeCase {
+  std::string model;
+  int world;
+};
+
+class BitExactResume : public ::testing::TestWithParam<ResumeCase> {};
+
+// Uninterrupted run vs. a run killed at step 5 and resumed from its step-3 checkpoint (written
+// after the first GRPO step: reference, optimizer moments and RNG all in play): the final
+// weights are byte-identical. With 2 ranks the weights are also identical across ranks after
+// every step.
+TEST_P(BitExactResume, StoppedAndResumedEqualsUninterrupted) {
+  const auto [model, world] = GetParam();
+  const std::string tag = model + "-" + std::to_string(world);
+  const auto args =
+      with(fast_args(model), {"--set", "trainer.save_freq=3", "--set", "trainer.checksum_freq=1"});
+
+  const fs::path a = fresh_dir("exact-a-" + tag);
+  auto ra = run_ranks(world, a, args);
+  expect_all_exit(ra, 0);
+  const std::string want = ra[0].final_sha();
+  ASSERT_FALSE(want.empty());
+  for (const auto& r : ra) EXPECT_EQ(r.final_sha(), want);
+  if (world > 1) {
+    auto s0 = ra[0].of_type("step");
+    auto s1 = ra[1].of_type("step");
+    ASSERT_EQ(s0.size(), 6u);
+    ASSERT_EQ(s1.size(), 6u);
+    for (std::size_t i = 0; i < s0.size(); ++i) {
+      EXPECT_EQ(s0[i]["weights_sha256"], s1[i]["weights_sha256"]) << "step " << i + 1;
+    }
+  }
+
+  const fs::path b = fresh_dir("exact-b-" + tag);
+  // One rank dies at the start of step 5; with 2 ranks its peer sees the lost connection.
+  auto rb1 = run_ranks(world, b, with(args, {"--fault", "crash@step=5,rank=0"}));
+  EXPECT_EQ(rb1[0].exit_code, 6) << rb1[0].stderr_text;
+  if (world > 1) {
+    EXPECT_EQ(rb1[1].exit_code, 4) << rb1[1].stderr_text;
+    EXPECT_FALSE(rb1[1].of_type("COMM_ERROR").empty());
+  }
+  auto rb2 = run_ranks(world, b, with(args, {"--fault", "crash@step=5,rank=0"}));
+  expect_all_exit(rb2, 0);
+  auto loaded = rb2[0].of_type("checkpoint_loaded");
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0]["step"], 3);
+  EXPECT_EQ(loaded[0]["resharded"], false);
+  for (const auto& r : rb2) EXPECT_EQ(r.final_sha(), want) << "resumed run differs";
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BitExactResume,
+                         ::testing::Values(ResumeCase{"tiny-dense", 1}, ResumeCase{"tiny-moe", 1},
+                                           ResumeCase{"tiny-dense", 2}, ResumeCase{"tiny-moe", 2}),
+                         [](const auto& info) {
+                           std::string n =
+                               info.param.model + "_" + std::to_string(info.param.world) + "ranks";
+                           for (char& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+TEST(TrainerProcess, ResumeOnADifferentNumberOfRanks) {
+  const fs::path d = fresh_dir("reshard");
+  const auto args = with(fast_args("tiny-dense"), {"--set", "trainer.save_freq=3"});
+  auto r1 = run_ranks(1, d, with(args, {"--fault", "exit@step=4,code=9"}));
+  ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
+  auto r2 = run_ranks(2, d, args);
+  expect_all_exit(r2, 0);
+  auto loaded = r2[0].of_type("checkpoint_loaded");
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0]["resharded"], true);
+  EXPECT_EQ(loaded[0]["saved_world_size"], 1);
+  EXPECT_NE(r2[0].stderr_text.find("written by 1 rank(s) on 2 rank(s)"), std::string::npos);
+  EXPECT_EQ(r2[0].final_sha(), r2[1].final_sha());
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, CorruptAndTornCheckpointsAreSkipped) {
+  const fs::path d = fresh_dir("corrupt");
+  const auto args = with(fast_args("tiny-dense"), {"--set", "trainer.save_freq=2"});
+  // Step 2's checkpoint is good, step 4's is corrupted after commit, then the rank crashes at 5.
+  auto r1 =
+      run_ranks(1, d, with(args, {"--fault", "corrupt_ckpt@step=4", "--fault", "crash@step=5"}));
+  ASSERT_EQ(r1[0].exit_code, 6) << r1[0].stderr_text;
+  // Step 6's checkpoint is torn (the writer dies half way through model.safetensors).
+  auto r2 = run_ranks(1, d, with(args, {"--fault", "torn_ckpt@step=6"}));
+  ASSERT_EQ(r2[0].exit_code, 6) << r2[0].stderr_text;
+  auto skipped = r2[0].of_type("checkpoint_skipped");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0]["path"].get<std::string>().find("step_00000004"), std::string::npos);
+  EXPECT_NE(skipped[0]["reason"].get<std::string>().find("SHA-256"), std::string::npos);
+  EXPECT_EQ(r2[0].of_type("checkpoint_loaded").at(0)["step"], 2);
+  bool torn_left = false;
+  for (const auto& e : fs::directory_iterator(d / "checkpoints")) {
+    torn_left |= e.path().filename().string().rfind(".tmp-", 0) == 0;
+  }
+  EXPECT_TRUE(torn_left);
+  auto r3 = run_ranks(1, d, args);
+  ASSERT_EQ(r3[0].exit_code, 0) << r3[0].stderr_text;
+  EXPECT_EQ(r3[0].of_type("checkpoint_loaded").at(0)["step"], 2);  // 4 is corrupt, 6 was torn
+  for (const auto& e : fs::directory_iterator(d / "checkpoints")) {
+    EXPECT_NE(e.path().filename().string().rfind(".tmp-", 0), 0u) << "temporary left behind";
+  }
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, InjectedOomReportsPhaseAndSizeAndExits5) {
+  const fs::path d = fresh_dir("oom");
+  auto r = run_ranks(1, d, with(fast_args("tiny-dense"), {"--fault", "oom@step=3,phase=update"}));
+  ASSERT_EQ(r[0].exit_code, 5) << r[0].stderr_text;
+  auto oom = r[0].of_type("OOM_ERROR");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_EQ(oom[0]["phase"], "update");
+  EXPECT_EQ(oom[0]["step"], 3);
+  EXPECT_EQ(oom[0]["requested_bytes"], std::int64_t{1} << 44);
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, MoeReportsExpertLoadAndInjectedImbalance) {
+  const fs::path d = fresh_dir("imbalance");
+  auto r =
+      run_ranks(1, d, with(fast_args("tiny-moe"), {"--fault", "imbalance@step=4,phase=rollout"}));
+  ASSERT_EQ(r[0].exit_code, 0) << r[0].stderr_text;
+  auto load = r[0].of_type("expert_load");
+  ASSERT_EQ(load.size(), 4u * 4u);  // 4 GRPO steps x 4 MoE layers
+  EXPECT_EQ(load[0]["tokens_per_expert"].size(), 8u);
+  auto hot = r[0].of_type("EXPERT_IMBALANCE");
+  ASSERT_FALSE(hot.empty());
+  for (const auto& e : hot) EXPECT_EQ(e["step"], 4);
+  EXPECT_EQ(hot[0]["expert"], 0);
+  EXPECT_GT(hot[0]["imbalance"].get<double>(), 3.0);
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, HeartbeatsStopDuringAnInjectedHang) {
+  const fs::path d = fresh_dir("hang");
+  auto r = run_ranks(1, d, with(fast_args("tiny-dense"), {"--fault", "hang@step=2,s=2"}));
+  ASSERT_EQ(r[0].exit_code, 0) << r[0].stderr_text;
+  double max_gap = 0, last = 0;
+  for (const auto& e : r[0].events) {
+    const double t = e.value("time", 0.0);
+    if (last > 0) max_gap = std::max(max_gap, t - last);
+    last = t;
+  }
+  EXPECT_GE(max_gap, 1.9);
+  for (const auto& s : r[0].of_type("step")) {
+    // At least one heartbeat per step.
+    const auto step = s["step"].get<int>();
+    bool beat = false;
+    for (const auto& h : r[0].of_type("heartbeat")) beat |= h["step"] == step;
+    EXPECT_TRUE(beat) << step;
+  }
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, ControlFilesRequestACheckpointAndAStop) {
+  const fs::path d = fresh_dir("control");
+  fs::create_directories(d / "control");
+  std::ofstream(d / "control" / "checkpoint").put('\n');
+  std::ofstream(d / "control" / "stop").put('\n');
+  auto r = run_ranks(1, d, fast_args("tiny-dense"));
+  ASSERT_EQ(r[0].exit_code, 7) << r[0].stderr_text;
+  auto saved = r[0].of_type("checkpoint_saved");
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0]["step"], 1);
+  EXPECT_EQ(saved[0]["reason"], "stop");
+  EXPECT_FALSE(fs::exists(d / "control" / "checkpoint"));
+  EXPECT_FALSE(fs::exists(d / "control" / "stop"));
+  auto again = run_ranks(1, d, fast_args("tiny-dense"));
+  ASSERT_EQ(again[0].exit_code, 0) << again[0].stderr_text;
+  EXPECT_EQ(again[0].of_type("checkpoint_loaded").at(0)["step"], 1);
+  fs::remove_all(d);
+}
+
+TEST(TrainerProcess, ConfigErrorsExit2WithOneLine) {
+  const fs::path d = fresh_dir("config");
+  auto r = run_ranks(
+      1, d, with(fast_args("tiny-dense"), {"--set", "actor_rollout_ref.rollout.temprature=0.5"}));
+  ASSERT_EQ(r[0].exit_code, 2);
+  auto err = r[0].of_type("error");
+  ASSERT_EQ(err.size(), 1u);
+  EXPECT_EQ(err[0]["code"], "CONFIG_ERROR");
+  EXPECT_NE(err[0]["message"].get<std::string>().find(
+                "did you mean 'actor_rollout_ref.rollout.temperature'"),
+            std::string::npos);
+  // 3 prompts cannot be split over 2 ranks.
+  auto odd =
+      run_ranks(2, d,
+                with(fast_args("tiny-dense"), {"--set", "data.train_batch_size=3", "--set",
+                                               "actor_rollout_ref.actor.ppo_mini_batch_size=3"}));
+  for (const auto& rr : odd) {
+    EXPECT_EQ(rr.exit_code, 2);
+    EXPECT_NE(rr.stderr_text.find("not divisible by the number of ranks"), std::string::npos);
+  }
+  auto model = run_ranks(1, d, {"--model", "tiny-dens"});
+  EXPECT_EQ(model[0].exit_code, 2);
+  EXPECT_NE(model[0].stderr_text.find("did you mean 'tiny-dense'"), std::string::npos);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace grpo::trainer::testing
