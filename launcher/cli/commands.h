@@ -21,7 +21,19 @@ struct PlanArgs {
   bool dry_run = false;
 };
 
+struct CheckArgs {
+  std::vector<std::string> files;
+  std::string profile;
+  std::string model;
+  std::vector<std::string> sets;
+  bool parallel = false;
+  bool memory = false;
+  bool data_types = false;
+  std::string format = "text";
+};
+
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args);
+int cmd_check(const GlobalArgs& global, const CheckArgs& args);
 int cmd_profiles(const GlobalArgs& global, const std::string& format);
 
 // One line on stderr: "grpo-launch: error: <message>".

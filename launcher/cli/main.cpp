@@ -62,6 +62,32 @@ int main(int argc, char** argv) {
     auto* plan = app.add_subcommand("plan", "Find a legal, fitting parallel layout and explain it");
     add_plan_options(plan, plan_args, true);
 
+    grpo::cli::CheckArgs check_args;
+    auto* check = app.add_subcommand(
+        "check",
+        "Check verl launch scripts for parallel, memory, data-type, key and environment errors");
+    check->add_option("files", check_args.files, "verl launch scripts (bash)")
+        ->required()
+        ->type_name("FILE");
+    check->add_option("--profile,-p", check_args.profile,
+                      "Hardware profile (default a100x8); nodes and GPUs come from the script");
+    check->add_option("--model,-m", check_args.model,
+                      "Model spec (default: from actor_rollout_ref.model.path)");
+    check->add_option("--set,-s", check_args.sets, "Override a hardware profile field")
+        ->type_name("KEY=VALUE");
+    check->add_flag("--check-parallel", check_args.parallel,
+                    "Parallel sizes, batch sizes, consistency");
+    check->add_flag("--check-memory", check_args.memory, "Memory estimate per phase (OOM_RISK)");
+    check->add_flag("--check-data-types", check_args.data_types,
+                    "Precision settings (DTYPE_CONFLICT)");
+    check->add_option("--format,-f", check_args.format, "Output format")
+        ->check(CLI::IsMember({"text", "json"}));
+    check->footer(
+        "Without --check-* flags all three groups run; unknown keys, unresolved values and "
+        "environment\n"
+        "settings are always checked. Exit: 0 no errors, 1 errors found, 2 a file could not be "
+        "read or parsed.");
+
     std::string profiles_format = "text";
     auto* profiles = app.add_subcommand(
         "profiles", "List the cluster profiles and models found on the search path");
@@ -85,6 +111,7 @@ int main(int argc, char** argv) {
 
     if (plan->parsed()) return grpo::cli::cmd_plan(global, plan_args);
     if (profiles->parsed()) return grpo::cli::cmd_profiles(global, profiles_format);
+    if (check->parsed()) return grpo::cli::cmd_check(global, check_args);
 
     if (bare.profile.empty() || bare.model.empty()) {
       grpo::cli::print_error(

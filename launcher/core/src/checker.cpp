@@ -341,8 +341,8 @@ class RunChecker {
       l.dims.pp = static_cast<int>(int_setting(kPp, 1));
       l.dims.cp = static_cast<int>(int_setting(kCp, 1));
       l.dims.ep = static_cast<int>(int_setting(kEp, 1));
-      // Megatron-Core: expert_tensor_parallel_size None means "the same as TP".
-      l.dims.etp = static_cast<int>(int_setting(kEtp, l.dims.tp));
+      // Megatron-Core: expert_tensor_parallel_size None means "the same as TP" (MoE models).
+      l.dims.etp = static_cast<int>(int_setting(kEtp, model_.is_moe() ? l.dims.tp : 1));
       l.sequence_parallel = l.dims.tp > 1 && bool_setting(kSp, true);
       l.distributed_optimizer = bool_setting(kDistOpt, true);
       l.offload.params = bool_setting(A + "actor.megatron.param_offload", false);
@@ -403,7 +403,22 @@ class RunChecker {
     for (Diagnostic d : check_legality(model_, cluster_, workload_, l)) {
       if (check_group(d.code) != "parallel") continue;
       if (d.setting == "micro_batch" && !micro_given_) continue;  // verl's default is dynamic
-      const std::string key = key_for(d.setting);
+      std::string key = key_for(d.setting);
+      if (d.code == DiagCode::kWorldSizeMismatch && d.setting == "tp") {
+        // TP x PP x CP does not divide the world: blame the size the script set that does not
+        // divide it (else any size the script set).
+        const int world = cluster_.world_size();
+        std::string any_set;
+        for (const auto& [k, v] : {std::pair{kTp, l.dims.tp}, {kPp, l.dims.pp}, {kCp, l.dims.cp}}) {
+          if (find(k) == nullptr) continue;
+          if (any_set.empty()) any_set = k;
+          if (v > 0 && world % v != 0) {
+            any_set = k;
+            break;
+          }
+        }
+        if (!any_set.empty()) key = any_set;
+      }
       const Override* o = find(key);
       d.setting = key;
       d.where = o != nullptr ? o->where : command_location();

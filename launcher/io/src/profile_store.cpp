@@ -77,6 +77,33 @@ std::vector<fs::path> template_search_path(const fs::path& executable_dir) {
   return out;
 }
 
+core::Result<core::ConfigSchema> load_config_schema(const fs::path& executable_dir) {
+  std::vector<fs::path> dirs;
+  if (!executable_dir.empty())
+    dirs.push_back(executable_dir.parent_path() / "share" / "grpo-launch" / "schema");
+  dirs.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "data" / "schema");
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    if (!fs::is_regular_file(dir / "verl_keys.txt", ec)) continue;
+    core::SchemaTexts t;
+    GRPO_TRY(t.verl_keys, read_file(dir / "verl_keys.txt"));
+    GRPO_TRY(t.megatron_fields, read_file(dir / "megatron_transformer_config.txt"));
+    GRPO_TRY(t.nccl_env, read_file(dir / "nccl_env.txt"));
+    GRPO_TRY(t.hccl_env, read_file(dir / "hccl_env.txt"));
+    auto schema = core::ConfigSchema::parse(t);
+    if (!schema.ok()) {
+      core::Error e = schema.error();
+      e.message = dir.string() + ": " + e.message;
+      return e;
+    }
+    return schema;
+  }
+  std::string searched;
+  for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
+  return core::make_error(core::ErrorKind::kNotFound,
+                          "the verl/Megatron key lists are missing; searched " + searched);
+}
+
 DirectorySourceProvider::DirectorySourceProvider(std::vector<fs::path> search_path)
     : search_path_(std::move(search_path)) {}
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "grpo/core/catalog.h"
+#include "grpo/core/config_schema.h"
 
 namespace grpo::io {
 
@@ -46,5 +47,9 @@ class DirectorySourceProvider final : public core::SourceProvider {
 // The directory of templates/ (same search order: installed, then the source tree).
 std::vector<std::filesystem::path> template_search_path(
     const std::filesystem::path& executable_dir);
+
+// Loads the checker's schema (data/schema/*.txt): installed <prefix>/share/grpo-launch/schema,
+// then the source tree's data/schema. Errors: kNotFound when neither exists, kIo, kParse.
+core::Result<core::ConfigSchema> load_config_schema(const std::filesystem::path& executable_dir);
 
 }  // namespace grpo::io

@@ -1,0 +1,91 @@
+// Runs `check` over every script in tests/data/check/ and compares the (line, code) pairs with
+// the script's .expected file exactly: planted errors found at their lines, clean scripts silent.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "grpo/core/checker.h"
+#include "grpo/io/files.h"
+#include "grpo/io/profile_store.h"
+#include "test_support.h"
+
+namespace grpo::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+const ConfigSchema& schema() {
+  static const ConfigSchema s = io::load_config_schema({}).value();
+  return s;
+}
+
+struct Outcome {
+  std::vector<std::string> lines;  // "12 TP_MISMATCH", or "EXIT 2"
+  std::string detail;
+};
+
+Outcome run_check(const fs::path& script) {
+  Outcome out;
+  CheckOptions options;
+  const fs::path args = fs::path(script).replace_extension(".args");
+  if (fs::exists(args)) {
+    std::istringstream in(test::read_text(args));
+    for (std::string a; in >> a;) {
+      std::string v;
+      in >> v;
+      if (a == "--profile" || a == "-p") options.profile = v;
+      if (a == "--model" || a == "-m") options.model = v;
+    }
+  }
+  auto text = io::read_file(script);
+  if (!text.ok()) return {{"EXIT 2"}, text.error().str()};
+  auto parsed = read_shell_script(text.value(), script.filename().string());
+  if (!parsed.ok()) return {{"EXIT 2"}, parsed.error().str()};
+  auto report = check_script(parsed.value(), schema(), test::shipped(), options);
+  if (!report.ok()) return {{"EXIT 2"}, report.error().str()};
+  for (const auto& run : report->runs) {
+    for (const auto& d : run.diagnostics) {
+      out.lines.push_back(std::to_string(d.where.line) + " " + std::string(to_string(d.code)));
+      out.detail += "  " + d.str() + "\n";
+    }
+  }
+  std::sort(out.lines.begin(), out.lines.end(), [](const std::string& a, const std::string& b) {
+    const int la = std::stoi(a), lb = std::stoi(b);
+    return la != lb ? la < lb : a < b;
+  });
+  return out;
+}
+
+std::vector<std::string> expected_lines(const fs::path& file) {
+  std::vector<std::string> out;
+  std::istringstream in(test::read_text(file));
+  for (std::string l; std::getline(in, l);) {
+    while (!l.empty() && (l.back() == ' ' || l.back() == '\r')) l.pop_back();
+    if (!l.empty() && l[0] != '#') out.push_back(l);
+  }
+  return out;
+}
+
+TEST(CheckCorpus, EveryScriptGivesExactlyItsExpectedDiagnostics) {
+  const fs::path dir = test::source_dir() / "tests/data/check";
+  std::vector<fs::path> scripts;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".sh") scripts.push_back(e.path());
+  }
+  std::sort(scripts.begin(), scripts.end());
+  ASSERT_GE(scripts.size(), 15u);
+  int clean = 0;
+  for (const auto& script : scripts) {
+    const fs::path expected = fs::path(script).replace_extension(".expected");
+    ASSERT_TRUE(fs::exists(expected)) << expected;
+    const auto want = expected_lines(expected);
+    const Outcome got = run_check(script);
+    EXPECT_EQ(got.lines, want) << script.filename() << ":\n" << got.detail;
+    clean += want.empty();
+  }
+  EXPECT_GE(clean, 5) << "the corpus needs clean scripts to show there are no false positives";
+}
+
+}  // namespace
+}  // namespace grpo::core
