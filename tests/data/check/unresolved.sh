@@ -1,0 +1,56 @@
+# Modeled on verl examples/grpo_trainer/run_qwen2-7b_math.sh (FSDP, GSM8K + MATH, 1 node x 8 GPUs).
+# Planted: values the checker cannot know before the job runs:
+#   - DATA_ROOT is never set in the script (no default), and train_files is built from it: the
+#     data.train_files override that uses train_files is unresolved (reported where it is used);
+#   - timestamp comes from $(date ...) and ends up in trainer.experiment_name;
+#   - trainer.default_local_dir uses ${CKPT_DIR:?...}, which aborts the script when CKPT_DIR is unset.
+# $HOME is known and the trailing $@ is not a problem. None of the unresolved values feeds a check.
+# Expected: UNRESOLVED (warning) at the three override lines; nothing else.
+set -x
+
+export VLLM_ATTENTION_BACKEND=XFORMERS
+
+timestamp=$(date +%Y%m%d_%H%M)
+
+train_files="['$DATA_ROOT/gsm8k/train.parquet', '$DATA_ROOT/math/train.parquet']"
+test_files="['$HOME/data/gsm8k/test.parquet', '$HOME/data/math/test.parquet']"
+
+python3 -m verl.trainer.main_ppo \
+    algorithm.adv_estimator=grpo \
+    data.train_files="$train_files" \
+    data.val_files="$test_files" \
+    data.train_batch_size=1024 \
+    data.max_prompt_length=1024 \
+    data.max_response_length=1024 \
+    data.filter_overlong_prompts=True \
+    data.truncation='error' \
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct \
+    actor_rollout_ref.actor.optim.lr=1e-6 \
+    actor_rollout_ref.model.use_remove_padding=True \
+    actor_rollout_ref.actor.ppo_mini_batch_size=256 \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.actor.entropy_coeff=0 \
+    actor_rollout_ref.model.enable_gradient_checkpointing=True \
+    actor_rollout_ref.actor.fsdp_config.param_offload=False \
+    actor_rollout_ref.actor.fsdp_config.optimizer_offload=False \
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=4 \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
+    actor_rollout_ref.rollout.n=5 \
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8 \
+    actor_rollout_ref.ref.fsdp_config.param_offload=True \
+    algorithm.use_kl_in_reward=False \
+    trainer.critic_warmup=0 \
+    trainer.logger='["console","wandb"]' \
+    trainer.project_name='verl_grpo_example_gsm8k_math' \
+    trainer.experiment_name="qwen2_5_7b_${timestamp}" \
+    trainer.default_local_dir=${CKPT_DIR:?set CKPT_DIR to a shared filesystem}/verl_grpo \
+    trainer.n_gpus_per_node=8 \
+    trainer.nnodes=1 \
+    trainer.save_freq=20 \
+    trainer.test_freq=5 \
+    trainer.total_epochs=15 $@
