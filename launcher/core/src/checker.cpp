@@ -41,8 +41,10 @@ struct Override {
   std::string why;
 };
 
+// verl's PPO/GRPO trainer and the recipes built on it (main_generation, main_eval and the SFT
+// trainer have other configs and are not checked).
 bool is_entry_point(const std::string& word) {
-  if (word.rfind("verl.trainer.main_", 0) == 0) return true;
+  if (word == "verl.trainer.main_ppo") return true;
   if (word.rfind("recipe.", 0) == 0 && word.find(".main_") != std::string::npos) return true;
   const auto slash = word.rfind('/');
   const std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
@@ -352,6 +354,9 @@ class RunChecker {
           static_cast<int>(int_setting(kTc + "num_layers_in_first_pipeline_stage", 0, 0));
       l.last_stage_layers =
           static_cast<int>(int_setting(kTc + "num_layers_in_last_pipeline_stage", 0, 0));
+      l.split_counts_embedding =
+          bool_setting(kTc + "account_for_embedding_in_pipeline_split", false);
+      l.split_counts_loss = bool_setting(kTc + "account_for_loss_in_pipeline_split", false);
       l.recompute = string_setting(kTc + "recompute_granularity", "") == "full" ? Recompute::kFull
                                                                                 : Recompute::kNone;
       if (find(kRefTp) != nullptr) l.ref_tp = static_cast<int>(int_setting(kRefTp, l.dims.tp));

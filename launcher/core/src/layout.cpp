@@ -46,9 +46,10 @@ std::string to_string(const Offload& o) {
 
 std::optional<std::pair<int, int>> uneven_split(int num_layers, int pp) {
   if (pp <= 1 || num_layers % pp == 0) return std::pair{0, 0};
-  // Middle stages get ceil(L / pp) layers; the first and last share the rest (the first one
-  // fewer: it also holds the embedding). Splits whose first or last stage would be empty or
-  // whose largest stage exceeds 1.5 x L / pp are refused: they waste the pipeline.
+  // Middle stages get ceil(L / pp) layers; the first and last share the rest, which is smaller
+  // because both ends carry extra work (embedding; LM head and loss). An odd layer goes to the
+  // last stage. Splits whose first or last stage would be empty are refused (the 1.5 x L / pp
+  // bound below is a guard; ceil(L / pp) already is the smallest possible largest stage).
   const int middle = (num_layers + pp - 1) / pp;
   const int rest = pp == 2 ? num_layers : num_layers - (pp - 2) * middle;
   const int first = rest / 2;
@@ -70,10 +71,23 @@ struct StageSplit {
   int last = 0;
 };
 
-StageSplit split_stages(int layers, int pp, int first_given, int last_given) {
+StageSplit split_stages(int layers, int pp, int first_given, int last_given,
+                        bool count_embedding = false, bool count_loss = false) {
   StageSplit s;
   if (pp <= 1) {
     s.first = s.last = s.middle = layers;
+    return s;
+  }
+  if (first_given == 0 && last_given == 0 && (count_embedding || count_loss)) {
+    // account_for_{embedding,loss}_in_pipeline_split: the embedding and the loss each count as
+    // one layer of the first / last stage; the total must then divide evenly.
+    const int total = layers + (count_embedding ? 1 : 0) + (count_loss ? 1 : 0);
+    s.ok = total % pp == 0;
+    const int per = total / pp;
+    s.middle = per;
+    s.first = per - (count_embedding ? 1 : 0);
+    s.last = per - (count_loss ? 1 : 0);
+    s.ok = s.ok && s.first >= 1 && s.last >= 1;
     return s;
   }
   if (first_given > 0 && last_given > 0) {
@@ -109,8 +123,8 @@ std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout) {
   const int pp = layout.dims.pp;
   const int layers = static_cast<int>(model.num_layers);
   if (pp <= 1) return {layers};
-  const StageSplit s =
-      split_stages(layers, pp, layout.first_stage_layers, layout.last_stage_layers);
+  const StageSplit s = split_stages(layers, pp, layout.first_stage_layers, layout.last_stage_layers,
+                                    layout.split_counts_embedding, layout.split_counts_loss);
   std::vector<int> out(static_cast<std::size_t>(pp), s.middle);
   out.front() = s.first;
   out.back() = s.last;
@@ -246,9 +260,17 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
         "use PP <= " + num(m.num_layers));
   } else if (d.pp > 1) {
     const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
-    const StageSplit split = split_stages(static_cast<int>(m.num_layers), d.pp,
-                                          l.first_stage_layers, l.last_stage_layers);
-    if (!uneven && !split.ok) {
+    const StageSplit split =
+        split_stages(static_cast<int>(m.num_layers), d.pp, l.first_stage_layers,
+                     l.last_stage_layers, l.split_counts_embedding, l.split_counts_loss);
+    if (!uneven && !split.ok && (l.split_counts_embedding || l.split_counts_loss)) {
+      add(DiagCode::kLayersNotDivisible, "pp",
+          num(m.num_layers) +
+              " layers plus the embedding/loss counted as layers are not divisible by PP = " +
+              num(d.pp),
+          "use a PP dividing " + num(m.num_layers + (l.split_counts_embedding ? 1 : 0) +
+                                     (l.split_counts_loss ? 1 : 0)));
+    } else if (!uneven && !split.ok) {
       const auto suggestion = uneven_split(static_cast<int>(m.num_layers), d.pp);
       std::string hint = "use a PP that divides " + num(m.num_layers);
       if (suggestion) {
@@ -282,7 +304,8 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
     }
     if (gpn % d.etp != 0) {
       add(DiagCode::kTpCrossesNode, "etp",
-          "ETP = " + num(d.etp) + " does not divide the " + num(gpn) + " devices per node",
+          "ETP = " + num(d.etp) + " does not divide the " + num(gpn) +
+              " devices per node (grpo-launch keeps expert-TP groups inside a node)",
           "use an ETP that divides " + num(gpn));
     }
     if (m.moe_ffn_hidden_size % d.etp != 0) {
@@ -321,7 +344,8 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
   } else {
     if (gpn % rtp != 0) {
       add(DiagCode::kTpCrossesNode, "rollout_tp",
-          "rollout TP = " + num(rtp) + " does not divide the " + num(gpn) + " devices per node",
+          "rollout TP = " + num(rtp) + " does not divide the " + num(gpn) +
+              " devices per node (grpo-launch keeps rollout TP groups inside a node)",
           "use a rollout TP that divides " + num(gpn));
     }
     if (m.num_attention_heads % rtp != 0) {
@@ -385,6 +409,11 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
     add(DiagCode::kDtypeConflict, "grpo.dtype",
         "bf16 requested but " + c.device.kind + " has no bf16 support",
         "use grpo.dtype=fp16 (with loss scaling); verl's Megatron engine takes only bf16 and fp16");
+  }
+  if (w.dtype == Dtype::kFp32 && c.device.vendor != DeviceVendor::kCpu && !l.fsdp) {
+    add(DiagCode::kDtypeConflict, "grpo.dtype",
+        "fp32 training with the Megatron actor: verl's Megatron engine takes only bf16 and fp16",
+        "use grpo.dtype=bf16 (or fp16 on hardware without bf16)");
   }
   return out;
 }

@@ -218,12 +218,14 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
       (m.is_moe() ? moe_params_per_layer(m) : swiglu_params(m.hidden_size, m.ffn_hidden_size)));
   const double gathered = 2.0 * 2.0 * std::max(layer, static_cast<double>(counts.embedding));
   est.actor.non_expert = total / shards;
-  const double weights = (l.offload.params ? 0.0 : 4.0 * total / shards) + gathered;
-  const double grads = (l.offload.params ? 0.0 : 4.0 * total / shards) + gathered;
-  // verl loads offloaded optimizer states back at the start of the update.
+  // verl's update_actor loads offloaded parameters, gradients and optimizer states back
+  // (fsdp_workers.py), so offload only frees them outside the update. The FSDP reference model
+  // always lives on the host (CPU offload) and is not counted on the device.
+  const double shard = 4.0 * total / shards;
+  const double weights = shard + gathered;
+  const double grads = shard + gathered;
   const double opt = 8.0 * total / shards;
-  const double ref =
-      w.use_kl_loss ? (l.offload.params ? 0.0 : 2.0 * total / shards) + gathered : 0.0;
+  const double ref = 0.0;
   const auto [activations, logits] = unsplit_activations(m, w, l);
   est.training.phase = "training";
   est.training.capacity = capacity;
@@ -235,10 +237,10 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
   const RolloutMemory& r = est.engine;
   est.rollout.phase = "rollout";
   est.rollout.capacity = capacity;
-  est.rollout.items = {{"actor weights", weights - gathered},
+  est.rollout.items = {{"actor weights", l.offload.params ? 0.0 : shard},
                        {"actor gradients", 0.0},
                        {"actor optimizer states", l.offload.optimizer ? 0.0 : opt},
-                       {"reference weights", ref > 0 ? ref - gathered : 0.0},
+                       {"reference weights", ref},
                        {"rollout weights", r.weights},
                        {"rollout workspace", r.workspace},
                        {"KV cache", r.kv_capacity},

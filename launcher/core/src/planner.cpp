@@ -78,11 +78,6 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
       return "enable parameter offload (also frees the gradients during rollout)";
     return "lower rollout.gpu_memory_utilization";
   }
-  if (worst.phase == "optimizer step") {
-    if (!l.offload.cpu_optimizer)
-      return "use the CPU optimizer (optimizer_cpu_offload) or more data-parallel ranks";
-    return "shard further: raise TP, PP or EP";
-  }
   if (l.micro_batch > 1 && m.training.bytes("activations") > 0.2 * m.training.capacity) {
     return "halve the micro batch (ppo_micro_batch_size_per_gpu=" +
            std::to_string(l.micro_batch / 2) + ")";
@@ -91,6 +86,7 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
       m.training.bytes("activations") > 0.1 * m.training.capacity) {
     return "enable full activation recompute";
   }
+  if (l.fsdp) return "use more GPUs (FSDP shards every state over all ranks) or a Megatron layout";
   if (!l.offload.cpu_optimizer) return "use Megatron's CPU optimizer (optimizer_cpu_offload)";
   if (!l.offload.params && m.training.bytes("reference weights") > 0) {
     return "enable parameter offload (keeps the reference model on the host while the actor "
@@ -177,16 +173,18 @@ struct Search {
 // Every (offload) combination to try, cheapest first, within what the user fixed.
 std::vector<Offload> offload_ladder(const LayoutConstraints& c) {
   // verl reads grad_offload but never moves gradients; parameter offload frees them.
+  // A fixed grad_offload is carried along but does not narrow the search (it is inert).
   const std::vector<Offload> ladder = {{false, false, false, false},
                                        {false, false, true, false},
+                                       {true, false, false, false},
                                        {true, false, true, false},
                                        {true, false, false, true}};
   std::vector<Offload> out;
-  for (const auto& o : ladder) {
+  for (Offload o : ladder) {
     if (c.param_offload && *c.param_offload != o.params) continue;
-    if (c.grad_offload && *c.grad_offload != o.grads) continue;
     if (c.optimizer_offload && *c.optimizer_offload != o.optimizer) continue;
     if (c.cpu_optimizer && *c.cpu_optimizer != o.cpu_optimizer) continue;
+    o.grads = c.grad_offload.value_or(false);
     out.push_back(o);
   }
   if (out.empty()) {  // a combination off the ladder, fixed by the user
@@ -399,7 +397,10 @@ Plan make_plan(const PlanRequest& req) {
   plan.env = build_env(c, plan.best.layout);
   for (const auto& d : plan.env.diagnostics) plan.diagnostics.push_back(d);
 
-  // Findings about the winner that do not block it.
+  // Findings about the winner that do not block it: the rules' warnings, then the plan's own.
+  for (const auto& d : check_legality(m, c, w, plan.best.layout)) {
+    if (d.severity != Severity::kError) plan.diagnostics.push_back(d);
+  }
   const Layout& b = plan.best.layout;
   if (b.dims.pp > 1 && m.num_layers % b.dims.pp != 0 && !k.first_stage_layers &&
       !k.last_stage_layers) {

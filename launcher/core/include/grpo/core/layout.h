@@ -41,6 +41,8 @@ struct Layout {
   bool fsdp = false;           // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
   int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
+  bool split_counts_embedding = false;  // Megatron account_for_embedding_in_pipeline_split
+  bool split_counts_loss = false;       // Megatron account_for_loss_in_pipeline_split
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
