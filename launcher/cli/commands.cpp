@@ -34,32 +34,30 @@ int input_error(const core::Error& e) {
 
 }  // namespace
 
+core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args) {
+  const auto provider = make_provider(global);
+  std::vector<core::Override> overrides;
+  for (const auto& s : args.sets) {
+    GRPO_TRY(core::Override o, core::parse_override(s));
+    overrides.push_back(std::move(o));
+  }
+  core::PlanRequest request;
+  std::vector<core::Override> profile_overrides;
+  GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
+  GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
+  GRPO_TRY(request.model, core::load_model(provider, args.model));
+  request.alternatives = args.alternatives;
+  return core::make_plan(request);
+}
+
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
   if (args.format != "text" && args.format != "json") {
     print_error("--format must be text or json, not '" + args.format + "'");
     return kExitUsage;
   }
-  const auto provider = make_provider(global);
-  std::vector<core::Override> overrides;
-  for (const auto& s : args.sets) {
-    auto o = core::parse_override(s);
-    if (!o.ok()) return input_error(o.error());
-    overrides.push_back(std::move(o).value());
-  }
-  core::PlanRequest request;
-  std::vector<core::Override> profile_overrides;
-  if (auto st = core::split_layout_overrides(overrides, request.constraints, profile_overrides);
-      !st.ok()) {
-    return input_error(st.error());
-  }
-  auto cluster = core::load_cluster(provider, args.profile, profile_overrides);
-  if (!cluster.ok()) return input_error(cluster.error());
-  auto model = core::load_model(provider, args.model);
-  if (!model.ok()) return input_error(model.error());
-  request.cluster = std::move(cluster).value();
-  request.model = std::move(model).value();
-  request.alternatives = args.alternatives;
-  const core::Plan plan = core::make_plan(request);
+  auto built = build_plan(global, args);
+  if (!built.ok()) return input_error(built.error());
+  const core::Plan& plan = built.value();
   if (args.format == "json") {
     std::cout << core::plan_to_json(plan).dump(2) << "\n";
   } else {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "grpo/core/planner.h"
+#include "grpo/core/result.h"
+
 namespace grpo::cli {
 
 struct GlobalArgs {
@@ -32,11 +35,36 @@ struct CheckArgs {
   std::string format = "text";
 };
 
+// render / submit / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).
+struct LaunchArgs {
+  PlanArgs plan;              // profile, model, --set, --dry-run (format: the dry run's summary)
+  std::string trainer_cmd;    // --trainer-cmd: shell syntax, split without a shell
+  std::string run_dir;        // --run-dir (default ./runs/<model>-<profile>-<UTC time>)
+  std::string template_file;  // --template (default: the installed templates/sbatch.mustache)
+  int sbatch_timeout_s = 60;  // --sbatch-timeout
+};
+
+struct SuperviseArgs {
+  std::string run_dir;
+  std::string srun = "srun";  // --srun (a path, or a name looked up in PATH)
+};
+
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args);
+// Prints the batch script of a plan (exit 0), or the error.
+int cmd_render(const GlobalArgs& global, const LaunchArgs& args);
+// Plans, writes the run directory and calls sbatch; with plan.dry_run prints the summary and the
+// script only. Exit: 0, 1 infeasible plan, 2 input, 69 Slurm unreachable, 73 run directory,
+// 76 sbatch refused.
+int cmd_submit(const GlobalArgs& global, const LaunchArgs& args);
+// Inside the allocation: runs the run's one job step; exit codes in docs/exit-codes.md.
+int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args);
 int cmd_check(const GlobalArgs& global, const CheckArgs& args);
 int cmd_profiles(const GlobalArgs& global, const std::string& format);
 
 // One line on stderr: "grpo-launch: error: <message>".
 void print_error(const std::string& message);
+
+// Loads the profile and model (with --set) and plans. Errors: input errors of the catalog.
+core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args);
 
 }  // namespace grpo::cli

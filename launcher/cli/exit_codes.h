@@ -1,7 +1,10 @@
 // The CLI's exit codes, documented in docs/exit-codes.md (a test keeps the two in step).
 #pragma once
 
+#include <variant>
+
 #include "grpo/core/result.h"
+#include "grpo/core/run_spec.h"
 
 namespace grpo::cli {
 
@@ -13,7 +16,9 @@ enum ExitCode : int {
   kExitUnavailable = 69,  // Slurm (or another service) cannot be reached
   kExitInternal = 70,     // a bug
   kExitCantCreate = 73,   // the run directory or an output file cannot be written
+  kExitInterrupted = 75,  // supervise: the job step was stopped by a signal (TERM, USR2, ...)
   kExitRejected = 76,     // a service refused the request (sbatch error)
+  kExitStepFailed = 80,   // supervise: the job step failed (a rank failed, srun failed)
 };
 
 inline int exit_code_for(const core::Error& e) {
@@ -38,6 +43,17 @@ inline int exit_code_for(const core::Error& e) {
       return kExitInternal;
   }
   return kExitInternal;
+}
+
+// supervise's exit code for how its job step ended.
+inline int exit_code_for(const core::StepOutcome& outcome) {
+  struct Visitor {
+    int operator()(const core::StepSucceeded&) const { return kExitOk; }
+    int operator()(const core::StepFailed&) const { return kExitStepFailed; }
+    int operator()(const core::StepKilled&) const { return kExitStepFailed; }
+    int operator()(const core::StepInterrupted&) const { return kExitInterrupted; }
+  };
+  return std::visit(Visitor{}, outcome);
 }
 
 }  // namespace grpo::cli

@@ -30,6 +30,21 @@ void add_plan_options(CLI::App* app, PlanArgs& args, bool required) {
       ->check(CLI::Range(0, 20));
 }
 
+void add_launch_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
+  app->add_option("--trainer-cmd", args.trainer_cmd,
+                  "The program every rank runs, in shell syntax but run without a shell "
+                  "(default: grpo-trainer --model M --run-dir D)")
+      ->type_name("'CMD ARGS'");
+  app->add_option("--run-dir", args.run_dir,
+                  "Run directory to create (default ./runs/<model>-<profile>-<UTC time>)")
+      ->type_name("DIR");
+  app->add_option("--template", args.template_file,
+                  "sbatch template (default: the installed templates/sbatch.mustache)")
+      ->type_name("FILE");
+  app->add_option("--sbatch-timeout", args.sbatch_timeout_s, "Seconds to wait for sbatch")
+      ->check(CLI::Range(1, 3600));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,16 +59,17 @@ int main(int argc, char** argv) {
     app.add_option("--log-level", global.log_level, "Log level on stderr")
         ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
 
-    PlanArgs bare;
-    add_plan_options(&app, bare, false);
-    app.add_flag(
-        "--dry-run,-n", bare.dry_run,
-        "Print the Parallel Config Summary (and, with Slurm, the batch script); submit nothing");
+    grpo::cli::LaunchArgs bare;
+    add_plan_options(&app, bare.plan, false);
+    add_launch_options(&app, bare);
+    app.add_flag("--dry-run,-n", bare.plan.dry_run,
+                 "Print the Parallel Config Summary and the batch script; submit nothing");
     app.footer(
-        "Without a subcommand, --profile and --model plan a run; with --dry-run nothing is "
-        "submitted.\n"
+        "Without a subcommand, --profile and --model plan a run and submit it to Slurm (the same "
+        "as `submit`);\nwith --dry-run nothing is submitted.\n"
         "Exit codes: 0 ok, 1 findings (infeasible plan, errors found), 2 bad input, 64 usage,\n"
-        "69 Slurm unreachable, 70 internal error, 73 cannot write output, 76 request refused.\n"
+        "69 Slurm unreachable, 70 internal error, 73 cannot write output, 76 request refused;\n"
+        "supervise: 75 step interrupted by a signal, 80 step failed.\n"
         "Profiles are searched in --profile-dir, $GRPO_LAUNCH_PROFILE_PATH, "
         "~/.config/grpo-launch/profiles,\n"
         "then the installed ones. See `grpo-launch profiles`.");
@@ -88,6 +104,36 @@ int main(int argc, char** argv) {
         "settings are always checked. Exit: 0 no errors, 1 errors found, 2 a file could not be "
         "read or parsed.");
 
+    grpo::cli::LaunchArgs render_args;
+    auto* render =
+        app.add_subcommand("render", "Print the sbatch script of a run (submit nothing)");
+    add_plan_options(render, render_args.plan, true);
+    add_launch_options(render, render_args);
+
+    grpo::cli::LaunchArgs submit_args;
+    auto* submit = app.add_subcommand(
+        "submit", "Plan, write the run directory and submit the batch job with sbatch");
+    add_plan_options(submit, submit_args.plan, true);
+    add_launch_options(submit, submit_args);
+    submit->add_flag("--dry-run,-n", submit_args.plan.dry_run,
+                     "Print the Parallel Config Summary and the batch script; submit nothing");
+    submit->footer(
+        "Exit: 0 submitted, 1 infeasible plan, 2 bad input, 69 Slurm unreachable, 73 run "
+        "directory not writable,\n76 sbatch refused the job. On a definite sbatch failure the "
+        "run directory is removed.");
+
+    grpo::cli::SuperviseArgs supervise_args;
+    auto* supervise = app.add_subcommand(
+        "supervise", "Inside the Slurm allocation: run the job step of a run directory");
+    supervise->add_option("--run-dir", supervise_args.run_dir, "The run directory")
+        ->required()
+        ->type_name("DIR");
+    supervise->add_option("--srun", supervise_args.srun, "srun to use (path or name in PATH)")
+        ->type_name("PATH");
+    supervise->footer(
+        "Exit: 0 the step succeeded, 75 interrupted by a signal, 80 the step failed, 2 bad run "
+        "directory or\nallocation mismatch, 69 Slurm unreachable.");
+
     std::string profiles_format = "text";
     auto* profiles = app.add_subcommand(
         "profiles", "List the cluster profiles and models found on the search path");
@@ -112,18 +158,16 @@ int main(int argc, char** argv) {
     if (plan->parsed()) return grpo::cli::cmd_plan(global, plan_args);
     if (profiles->parsed()) return grpo::cli::cmd_profiles(global, profiles_format);
     if (check->parsed()) return grpo::cli::cmd_check(global, check_args);
+    if (render->parsed()) return grpo::cli::cmd_render(global, render_args);
+    if (submit->parsed()) return grpo::cli::cmd_submit(global, submit_args);
+    if (supervise->parsed()) return grpo::cli::cmd_supervise(global, supervise_args);
 
-    if (bare.profile.empty() || bare.model.empty()) {
+    if (bare.plan.profile.empty() || bare.plan.model.empty()) {
       grpo::cli::print_error(
           "--profile and --model are required (or give a subcommand); see --help");
       return grpo::cli::kExitUsage;
     }
-    if (!bare.dry_run) {
-      grpo::cli::print_error(
-          "submitting to Slurm is not available in this build yet; use --dry-run to see the plan");
-      return grpo::cli::kExitUsage;
-    }
-    return grpo::cli::cmd_plan(global, bare);
+    return grpo::cli::cmd_submit(global, bare);
   } catch (const std::exception& e) {
     grpo::cli::print_error(std::string("internal error: ") + e.what());
     return grpo::cli::kExitInternal;

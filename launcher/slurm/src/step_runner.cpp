@@ -1,0 +1,121 @@
+#include "grpo/slurm/step_runner.h"
+
+#include <signal.h>
+
+#include <array>
+#include <atomic>
+
+namespace grpo::slurm {
+
+using core::ErrorKind;
+using core::make_error;
+
+namespace {
+
+constexpr std::array<int, 4> kHandled = {SIGTERM, SIGINT, SIGHUP, SIGUSR2};
+
+std::atomic<unsigned long long> g_pending{0};
+std::atomic<bool> g_installed{false};
+std::array<struct sigaction, 4> g_previous{};
+
+static_assert(std::atomic<unsigned long long>::is_always_lock_free,
+              "the signal handler needs a lock-free atomic");
+
+extern "C" void on_signal(int sig) {
+  g_pending.fetch_or(1ULL << static_cast<unsigned>(sig));
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<ProcessSignals>> ProcessSignals::install() {
+  bool expected = false;
+  if (!g_installed.compare_exchange_strong(expected, true)) {
+    return make_error(ErrorKind::kInternal, "signal handlers are already installed");
+  }
+  g_pending = 0;
+  for (std::size_t i = 0; i < kHandled.size(); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: blocking calls return with EINTR
+    sigaction(kHandled[i], &sa, &g_previous[i]);
+  }
+  // Unblock them (a parent may have started us with some blocked).
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kHandled) sigaddset(&set, s);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  return std::unique_ptr<ProcessSignals>(new ProcessSignals());
+}
+
+ProcessSignals::~ProcessSignals() {
+  for (std::size_t i = 0; i < kHandled.size(); ++i) sigaction(kHandled[i], &g_previous[i], nullptr);
+  g_installed = false;
+}
+
+const std::vector<int>& ProcessSignals::handled() {
+  static const std::vector<int> v(kHandled.begin(), kHandled.end());
+  return v;
+}
+
+std::optional<int> ProcessSignals::take() {
+  for (int s : kHandled) {
+    const unsigned long long bit = 1ULL << static_cast<unsigned>(s);
+    if ((g_pending.fetch_and(~bit) & bit) != 0) return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> FakeSignals::take() {
+  if (script_.empty()) return std::nullopt;
+  if (script_.front().delay > 0) {
+    --script_.front().delay;
+    return std::nullopt;
+  }
+  const int s = script_.front().sig;
+  script_.erase(script_.begin());
+  return s;
+}
+
+core::Result<JobInfo> discover_allocation(JobSource& slurm, std::uint32_t job_id,
+                                          const core::RunSpec& spec) {
+  GRPO_TRY(JobInfo job, slurm.load_job(job_id));
+  GRPO_TRY_STATUS(core::check_allocation(spec, to_allocation(job)));
+  return job;
+}
+
+core::Result<core::StepOutcome> run_step(ProcessRunner& runner, SignalSource& signals,
+                                         const StepRequest& request) {
+  CommandSpec cmd;
+  cmd.argv = request.argv;
+  cmd.env = request.env;
+  cmd.out = Stream::kInherit;
+  cmd.err = Stream::kInherit;
+  cmd.new_process_group = true;
+  auto started = runner.start(cmd);
+  if (!started.ok()) {
+    const auto& e = started.error();
+    return make_error(
+        e.kind == ErrorKind::kInternal ? ErrorKind::kInternal : ErrorKind::kUnavailable,
+        "cannot start the job step: " + e.message);
+  }
+  std::unique_ptr<Process> step = std::move(started).value();
+  std::optional<int> interrupted;
+  while (true) {
+    while (auto sig = signals.take()) {
+      if (!interrupted) interrupted = *sig;
+      GRPO_TRY_STATUS(step->signal(*sig));
+    }
+    GRPO_TRY(const std::optional<ExitStatus> end, step->wait_for(request.poll));
+    if (!end) continue;
+    if (interrupted)
+      return core::StepOutcome{core::StepInterrupted{*interrupted, shell_code(*end)}};
+    if (const auto* e = std::get_if<Exited>(&*end)) {
+      if (e->code == 0) return core::StepOutcome{core::StepSucceeded{}};
+      return core::StepOutcome{core::StepFailed{e->code}};
+    }
+    return core::StepOutcome{core::StepKilled{std::get<Signaled>(*end).signal}};
+  }
+}
+
+}  // namespace grpo::slurm
