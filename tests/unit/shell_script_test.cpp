@@ -48,10 +48,24 @@ TEST(ShellScript, VariablesDefaultsAndExports) {
 }
 
 TEST(ShellScript, CommandSubstitutionAndArithmeticAreUnresolved) {
-  const auto s = read("N=$(nproc)\nM=`hostname`\nrun a=$N b=$M c=$((1+2)) d=\"$(date +%s)\"\n");
+  const auto s = read("N=$(nproc)\nM=`hostname`\nrun a=$N b=$M c=$((N+2)) d=\"$(date +%s)\"\n");
   const auto& w = last_command(s).words;
   for (std::size_t i = 1; i <= 4; ++i) EXPECT_TRUE(w[i].unresolved) << w[i].text;
   EXPECT_NE(w[1].unresolved_why.find("$(nproc)"), std::string::npos);
+}
+
+TEST(ShellScript, IntegerArithmeticIsEvaluated) {
+  const auto s = read(
+      "P=1024\nR=$((1024 * 20))\nrun a=$((P + R)) b=$(( (P - 24) / 10 % 7 )) c=$((-P*2)) d=$((P / "
+      "0)) "
+      "e=$((X + 1)) f=$((${P}+1))\n");
+  const auto& w = last_command(s).words;
+  EXPECT_EQ(w[1].text, "a=21504");
+  EXPECT_EQ(w[2].text, "b=2");
+  EXPECT_EQ(w[3].text, "c=-2048");
+  EXPECT_TRUE(w[4].unresolved);  // division by zero
+  EXPECT_TRUE(w[5].unresolved);  // unset variable
+  EXPECT_EQ(w[6].text, "f=1025");
 }
 
 TEST(ShellScript, ArgumentsAndPrefixAssignments) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
 
 namespace grpo::core {
 namespace {
@@ -344,6 +347,7 @@ class Reader {
         advance();
         GRPO_TRY(std::string body, balanced('(', ')', l, col, "$(( arithmetic"));
         if (peek(0) == ')') advance();
+        if (const auto v = arithmetic(body)) return Piece{std::to_string(*v), false, {}, false};
         return Piece{"$((" + body + "))", true, "arithmetic expansion $((" + body + "))", false};
       }
       GRPO_TRY(std::string body, balanced('(', ')', l, col, "$( command substitution"));
@@ -372,6 +376,90 @@ class Reader {
       return lookup(name);
     }
     return Piece{"$", false, {}, false};
+  }
+
+  // Integer arithmetic over literals and known variables: + - * / % ( ) and unary signs.
+  // Anything else (or division by zero, overflow) leaves the expansion unresolved.
+  std::optional<long long> arithmetic(const std::string& expr) const {
+    std::size_t i = 0;
+    std::function<std::optional<long long>()> sum;
+    auto skip = [&] {
+      while (i < expr.size() && (expr[i] == ' ' || expr[i] == '\t')) ++i;
+    };
+    std::function<std::optional<long long>()> atom = [&]() -> std::optional<long long> {
+      skip();
+      if (i >= expr.size()) return std::nullopt;
+      const char c = expr[i];
+      if (c == '(') {
+        ++i;
+        auto v = sum();
+        skip();
+        if (!v || i >= expr.size() || expr[i] != ')') return std::nullopt;
+        ++i;
+        return v;
+      }
+      if (c == '-' || c == '+') {
+        ++i;
+        auto v = atom();
+        if (!v) return std::nullopt;
+        return c == '-' ? -*v : *v;
+      }
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        long long v = 0;
+        while (i < expr.size() && std::isdigit(static_cast<unsigned char>(expr[i]))) {
+          if (v > (1LL << 52)) return std::nullopt;
+          v = v * 10 + (expr[i++] - '0');
+        }
+        return v;
+      }
+      std::string name;
+      if (c == '$') ++i;
+      const bool braced = i < expr.size() && expr[i] == '{';
+      if (braced) ++i;
+      while (i < expr.size() && is_name_char(expr[i])) name += expr[i++];
+      if (braced) {
+        if (i >= expr.size() || expr[i] != '}') return std::nullopt;
+        ++i;
+      }
+      if (name.empty() || !is_name_start(name[0])) return std::nullopt;
+      const auto it = vars_.find(name);
+      if (it == vars_.end() || it->second.unresolved) return std::nullopt;
+      long long v = 0;
+      const std::string& text = it->second.value;
+      const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+      return v;
+    };
+    auto product = [&]() -> std::optional<long long> {
+      auto v = atom();
+      while (v) {
+        skip();
+        if (i >= expr.size() || (expr[i] != '*' && expr[i] != '/' && expr[i] != '%')) break;
+        const char op = expr[i++];
+        const auto r = atom();
+        if (!r || ((op == '/' || op == '%') && *r == 0)) return std::nullopt;
+        if (op == '*' && *v != 0 && (std::llabs(*r) > (1LL << 52) / std::max(1LL, std::llabs(*v))))
+          return std::nullopt;
+        v = op == '*' ? *v * *r : op == '/' ? *v / *r : *v % *r;
+      }
+      return v;
+    };
+    sum = [&]() -> std::optional<long long> {
+      auto v = product();
+      while (v) {
+        skip();
+        if (i >= expr.size() || (expr[i] != '+' && expr[i] != '-')) break;
+        const char op = expr[i++];
+        const auto r = product();
+        if (!r) return std::nullopt;
+        v = op == '+' ? *v + *r : *v - *r;
+      }
+      return v;
+    };
+    auto v = sum();
+    skip();
+    if (!v || i != expr.size()) return std::nullopt;
+    return v;
   }
 
   Piece lookup(const std::string& name) const {
