@@ -7,6 +7,12 @@
 namespace grpo::kernels {
 namespace {
 
+// fp16/bf16 are computed in fp32; fp32 and fp64 stay as they are.
+at::Tensor at_least_fp32(const at::Tensor& t) {
+  const bool reduced = t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16;
+  return reduced ? t.to(at::kFloat) : t;
+}
+
 at::Tensor entropy_from_logits(const at::Tensor& logits) {
   // verl's entropy_from_logits: logsumexp(l) - sum(softmax(l) * l).
   at::Tensor probs = at::softmax(logits, -1);
@@ -18,7 +24,7 @@ class ReferenceOps final : public Ops {
   Backend backend() const override { return Backend::kReference; }
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const override {
-    at::Tensor xf = x.to(at::kFloat);
+    at::Tensor xf = at_least_fp32(x);
     at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
     at::Tensor normed = xf * at::rsqrt(variance + eps);
     return weight * normed.to(x.scalar_type());
@@ -27,7 +33,7 @@ class ReferenceOps final : public Ops {
   RouterOutput route(const at::Tensor& router_logits, std::int64_t top_k,
                      bool norm_topk_prob) const override {
     RouterOutput out;
-    out.probs = at::softmax(router_logits.to(at::kFloat), -1);
+    out.probs = at::softmax(at_least_fp32(router_logits), -1);
     auto [weights, indices] = out.probs.topk(top_k, -1);
     if (norm_topk_prob) weights = weights / weights.sum(-1, /*keepdim=*/true);
     out.weights = weights;
@@ -39,7 +45,7 @@ class ReferenceOps final : public Ops {
   TokenLogProbs token_logprobs(const at::Tensor& hidden, const at::Tensor& lm_head,
                                const at::Tensor& tokens, double temperature,
                                bool with_entropy) const override {
-    at::Tensor logits = at::matmul(hidden, lm_head.t()).to(at::kFloat);
+    at::Tensor logits = at_least_fp32(at::matmul(hidden, lm_head.t()));
     if (temperature != 1.0) logits = logits / temperature;
     TokenLogProbs out;
     out.logprobs = at::log_softmax(logits, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1);
@@ -51,7 +57,7 @@ class ReferenceOps final : public Ops {
                                 const PolicyLossInputs& in,
                                 const PolicyLossParams& p) const override {
     const bool entropy_grad = p.entropy_coeff != 0.0;
-    at::Tensor logits = at::matmul(hidden, lm_head.t()).to(at::kFloat);
+    at::Tensor logits = at_least_fp32(at::matmul(hidden, lm_head.t()));
     if (p.temperature != 1.0) logits = logits / p.temperature;
     at::Tensor logprob =
         at::log_softmax(logits, -1).gather(-1, in.tokens.unsqueeze(-1)).squeeze(-1);
@@ -89,7 +95,7 @@ class ReferenceOps final : public Ops {
     out.loss = loss;
     out.pg_loss = pg_loss.detach();
     out.entropy = entropy.detach();
-    out.clip_frac = at::gt(pg2, pg1).to(at::kFloat).mean().detach();
+    out.clip_frac = at::gt(pg2, pg1).to(logprob.scalar_type()).mean().detach();
     return out;
   }
 };

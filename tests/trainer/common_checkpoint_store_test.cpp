@@ -61,7 +61,7 @@ TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
   EXPECT_EQ(best->step, 10);
   ASSERT_EQ(skipped.size(), 2u);
   std::map<std::string, std::string> reasons;
-  for (const auto& s : skipped) reasons[fs::path(s.path).filename().string()] = s.reason;
+  for (const auto& sk : skipped) reasons[fs::path(sk.path).filename().string()] = sk.reason;
   EXPECT_NE(reasons["step_00000040"].find("manifest"), std::string::npos);
   EXPECT_NE(reasons["step_00000020"].find("SHA-256"), std::string::npos);
   s.remove_temporaries();

@@ -73,10 +73,10 @@ inline std::vector<std::string> fast_args(const std::string& model) {
           "--log-level", "warn"};
 }
 
-// Runs `world` ranks of grpo-trainer with `args` (plus --run-dir) and waits for all of them.
-inline std::vector<RankResult> run_ranks(int world, const fs::path& run_dir,
-                                         std::vector<std::string> args,
-                                         const std::map<std::string, std::string>& env = {}) {
+// Starts `world` ranks of grpo-trainer with `args` (plus --run-dir); returns their pids.
+inline std::vector<pid_t> start_ranks(int world, const fs::path& run_dir,
+                                      std::vector<std::string> args,
+                                      const std::map<std::string, std::string>& env = {}) {
   args.push_back("--run-dir");
   args.push_back(run_dir.string());
   const int port = free_port();
@@ -117,6 +117,12 @@ inline std::vector<RankResult> run_ranks(int world, const fs::path& run_dir,
     }
     pids.push_back(pid);
   }
+  return pids;
+}
+
+// Waits for the ranks started by start_ranks and reads their output.
+inline std::vector<RankResult> wait_ranks(const std::vector<pid_t>& pids, const fs::path& run_dir) {
+  const int world = static_cast<int>(pids.size());
   std::vector<RankResult> results(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
     int status = 0;
@@ -133,6 +139,25 @@ inline std::vector<RankResult> run_ranks(int world, const fs::path& run_dir,
     res.stderr_text.assign(std::istreambuf_iterator<char>(e), {});
   }
   return results;
+}
+
+// Runs `world` ranks of grpo-trainer with `args` (plus --run-dir) and waits for all of them.
+inline std::vector<RankResult> run_ranks(int world, const fs::path& run_dir,
+                                         std::vector<std::string> args,
+                                         const std::map<std::string, std::string>& env = {}) {
+  return wait_ranks(start_ranks(world, run_dir, std::move(args), env), run_dir);
+}
+
+// Waits (up to timeout_s) until rank `rank`'s stdout contains `needle`.
+inline bool wait_for_output(const fs::path& run_dir, int rank, const std::string& needle,
+                            double timeout_s) {
+  for (int i = 0; i < static_cast<int>(timeout_s * 20); ++i) {
+    std::ifstream in(run_dir / ("rank" + std::to_string(rank) + ".stdout"));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (text.find(needle) != std::string::npos) return true;
+    ::usleep(50000);
+  }
+  return false;
 }
 
 inline fs::path fresh_dir(const std::string& name) {

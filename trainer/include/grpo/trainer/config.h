@@ -22,9 +22,9 @@ struct TrainerConfig {
   std::int64_t task_min_len = 1;
   std::int64_t task_max_len = 2;
   std::int64_t train_size = 4096;
-  std::int64_t val_size = 128;
+  std::int64_t val_size = 256;
   std::int64_t data_seed = 1;
-  std::int64_t train_batch_size = 16;  // prompts per step, all ranks together
+  std::int64_t train_batch_size = 32;  // prompts per step, all ranks together
   std::int64_t max_prompt_length = 16;
   std::int64_t max_response_length = 8;
 
@@ -40,9 +40,9 @@ struct TrainerConfig {
   bool val_do_sample = false;
 
   // actor_rollout_ref.actor
-  std::int64_t ppo_mini_batch_size = 8;            // prompts, all ranks together
+  std::int64_t ppo_mini_batch_size = 32;            // prompts, all ranks together
   std::int64_t ppo_micro_batch_size_per_gpu = 32;  // samples per forward/backward on a rank
-  std::int64_t ppo_epochs = 1;
+  std::int64_t ppo_epochs = 2;
   double clip_ratio = 0.2;
   std::optional<double> clip_ratio_low;   // default: clip_ratio
   std::optional<double> clip_ratio_high;  // default: clip_ratio
@@ -53,10 +53,10 @@ struct TrainerConfig {
   double entropy_coeff = 0.0;
   std::string loss_agg_mode = "token-mean";
   double grad_clip = 1.0;
-  double lr = 1e-4;
+  double lr = 3e-5;
   double weight_decay = 0.01;
   std::vector<double> betas = {0.9, 0.999};
-  std::int64_t lr_warmup_steps = 0;
+  std::int64_t lr_warmup_steps = 10;
   double moe_aux_loss_coef = 0.01;
 
   // algorithm
@@ -64,11 +64,11 @@ struct TrainerConfig {
   bool norm_adv_by_std_in_grpo = true;
 
   // trainer
-  std::int64_t total_training_steps = 20;  // GRPO steps (after the SFT warm-start)
-  std::int64_t sft_warmup_steps = 200;
+  std::int64_t total_training_steps = 100;  // GRPO steps (after the SFT warm-start)
+  std::int64_t sft_warmup_steps = 300;
   std::int64_t sft_batch_size = 64;
   double sft_lr = 1e-3;
-  std::int64_t save_freq = 10;  // steps; -1: only on request and at the end
+  std::int64_t save_freq = 50;  // steps; -1: only on request and at the end
   std::int64_t test_freq = 10;  // steps; -1: only at the start of GRPO and at the end
   bool val_before_train = true;
   std::int64_t max_ckpt_to_keep = 3;
