@@ -16,8 +16,8 @@ packages=(
   slurmctld slurmd slurm-client munge libslurm-dev libpmix-dev iproute2 util-linux procps
   # trainer: LibTorch (CPU) with c10d Gloo headers, OpenBLAS with OpenMP threads
   libtorch-dev libgloo-dev libopenblas0-openmp
-  # packaging
-  dpkg-dev file
+  # packaging; python3 for test helpers and scripts/refresh-schema.py
+  dpkg-dev file python3
 )
 
 missing=()
