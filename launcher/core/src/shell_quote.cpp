@@ -11,6 +11,7 @@ bool is_safe_char(char c) {
     case '@':
     case '%':
     case '+':
+    case '=':
     case ':':
     case ',':
     case '.':
@@ -27,6 +28,9 @@ bool is_safe_char(char c) {
 std::string shell_quote(std::string_view value) {
   bool safe = !value.empty();
   for (char c : value) safe = safe && is_safe_char(c);
+  // NAME=value as a command's first word would be an assignment: quote it.
+  const auto eq = value.find('=');
+  if (safe && eq != std::string_view::npos && is_env_name(value.substr(0, eq))) safe = false;
   if (safe) return std::string(value);
   std::string out;
   out.reserve(value.size() + 2);

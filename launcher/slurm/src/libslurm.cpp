@@ -109,6 +109,9 @@ core::Result<std::vector<std::string>> expand_hostlist(std::string_view list) {
     if (!host) break;
     out.emplace_back(host.get());
   }
+  if (out.empty() && text.find_first_not_of(" \t,") != std::string::npos) {
+    return make_error(ErrorKind::kInvalidValue, "cannot parse host list \"" + text + "\"");
+  }
   return out;
 }
 

@@ -287,7 +287,8 @@ int shell_code(const ExitStatus& status) {
 std::optional<std::string> find_executable(const std::string& argv0, const std::string& path) {
   const auto usable = [](const std::string& p) {
     struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 &&
+           ::access(p.c_str(), X_OK) == 0;
   };
   if (argv0.empty()) return std::nullopt;
   if (argv0.find('/') != std::string::npos) {

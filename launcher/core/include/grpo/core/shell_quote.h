@@ -11,8 +11,8 @@
 namespace grpo::core {
 
 // `value` as ONE shell word that expands to exactly `value`, with nothing executed or expanded:
-//   - non-empty and only [A-Za-z0-9_@%+:,./-]: returned as is (readable common case; no '=' so that
-//     a quoted word is never taken for an assignment);
+//   - non-empty, only [A-Za-z0-9_@%+=:,./-], and not NAME=... (which would be an assignment as
+//     a command's first word): returned as is (the readable common case, e.g. --nodes=2);
 //   - otherwise wrapped in single quotes, each ' written as '\'' ("it's" -> 'it'\''s').
 // Empty -> ''. Newlines, tabs, $, `, \, ;, quotes stay literal inside the single quotes. A NUL
 // byte cannot be passed through a shell at all: callers refuse such values first
