@@ -26,6 +26,10 @@ struct ResumeCase {
   int world;
 };
 
+void PrintTo(const ResumeCase& c, std::ostream* os) {
+  *os << c.model << " on " << c.world << " rank(s)";
+}
+
 class BitExactResume : public ::testing::TestWithParam<ResumeCase> {};
 
 // Uninterrupted run vs. a run killed at step 5 and resumed from its step-3 checkpoint (written
