@@ -1,0 +1,111 @@
+// The run's append-only event log (<run_dir>/events.jsonl, docs/events.md): one JSON object per
+// line, every state change and action with its reason, plus the trainer's notable events. A
+// supervisor that is itself restarted (the job was requeued) rebuilds its state by replaying
+// the log (replay() below is pure); `grpo-launch status` and `events` read the same file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/supervise/restart_policy.h"
+#include "grpo/supervise/state_machine.h"
+
+namespace grpo::supervise {
+
+inline constexpr int kEventSchema = 1;
+
+// Event types the supervisor writes.
+namespace ev {
+inline constexpr const char* kRunStarted = "run_started";  // supervisor (re)started
+inline constexpr const char* kState = "state";             // from, to, trigger, reason
+inline constexpr const char* kAttemptStarted = "attempt_started";
+inline constexpr const char* kAttemptEnded = "attempt_ended";
+inline constexpr const char* kFailure = "failure";           // class, description, details
+inline constexpr const char* kDecision = "decision";         // kind, reason, delay, ...
+inline constexpr const char* kRemediation = "remediation";   // what changed after an OOM
+inline constexpr const char* kWarning = "warning";           // thresholds crossed
+inline constexpr const char* kRunFinished = "run_finished";  // state, exit_code
+// Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
+// OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
+inline constexpr const char* kStep = "step";
+inline constexpr const char* kCheckpointSaved = "checkpoint_saved";
+inline constexpr const char* kCheckpointLoaded = "checkpoint_loaded";
+inline constexpr const char* kOomError = "OOM_ERROR";
+inline constexpr const char* kExpertImbalance = "EXPERT_IMBALANCE";
+inline constexpr const char* kStraggler = "straggler";
+}  // namespace ev
+
+// What the log says about the run so far.
+struct RunSummary {
+  RunState state = RunState::kLaunching;
+  bool started = false;               // a run_started event was seen
+  int supervisor_starts = 0;          // run_started events (1 + requeues / supervisor restarts)
+  int attempt = 0;                    // number of the newest attempt (1-based; 0: none yet)
+  History history;                    // one record per attempt
+  std::vector<std::string> excluded;  // nodes excluded so far
+  std::optional<int> micro_batch;     // after OOM remediation
+  bool offload = false;               // after OOM remediation
+  std::int64_t latest_checkpoint_step = -1;
+  std::int64_t last_step = 0;
+  std::int64_t total_steps = 0;
+  std::map<std::string, int> failures;  // by class
+  int restarts = 0;                     // decisions to restart
+  int requeues = 0;
+  int oom_events = 0;
+  int expert_imbalance_events = 0;
+  int straggler_events = 0;
+  std::optional<int> exit_code;  // from run_finished
+  double first_time = 0;         // first event's time
+  double last_time = 0;          // newest event's time
+  // Time lost to faults: from the newest checkpoint (or the attempt's start) before a failure to
+  // the first step after it that goes beyond the step the failure interrupted.
+  double lost_s = 0;
+  std::optional<double> lost_since;  // an unrecovered failure's lost interval start
+  std::int64_t step_at_failure = 0;
+  double last_checkpoint_time = 0;
+  double attempt_start_time = 0;
+  std::string last_notable;  // the newest failure / decision / warning, for status lines
+};
+
+// Folds one event into the summary. Unknown event types are ignored (forward compatible);
+// malformed known events are errors (kParse) naming the event's seq.
+core::Status apply_event(RunSummary& summary, const nlohmann::json& event);
+core::Result<RunSummary> replay(const std::vector<nlohmann::json>& events);
+
+// Reads a log. A final line without its newline (the writer died mid-line) is dropped with
+// `torn` set; any other unparsable line is an error (kParse, file:line).
+struct LogContents {
+  std::vector<nlohmann::json> events;
+  bool torn = false;
+};
+core::Result<LogContents> read_event_log(const std::filesystem::path& path);
+
+// Appends events to the log: each line is written with one write(2) on an O_APPEND descriptor
+// and fdatasync'd, so a reader sees whole lines. seq continues from the log's last event.
+class EventLogWriter {
+ public:
+  static core::Result<EventLogWriter> open(const std::filesystem::path& path);
+  EventLogWriter(EventLogWriter&&) noexcept;
+  EventLogWriter& operator=(EventLogWriter&&) noexcept;
+  EventLogWriter(const EventLogWriter&) = delete;
+  EventLogWriter& operator=(const EventLogWriter&) = delete;
+  ~EventLogWriter();
+
+  // Adds schema, seq and time (seconds since the epoch) to `fields` and appends it.
+  core::Status append(const std::string& type, nlohmann::json fields, double time);
+  std::int64_t next_seq() const { return seq_; }
+
+ private:
+  EventLogWriter(int fd, std::int64_t seq, std::filesystem::path path);
+  int fd_ = -1;
+  std::int64_t seq_ = 0;
+  std::filesystem::path path_;
+};
+
+}  // namespace grpo::supervise

@@ -1,0 +1,236 @@
+#include "grpo/supervise/event_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace grpo::supervise {
+namespace {
+
+using core::ErrorKind;
+using core::make_error;
+using nlohmann::json;
+
+core::Error bad(const json& e, const std::string& what) {
+  return make_error(
+      ErrorKind::kParse,
+      "event " + (e.contains("seq") ? e["seq"].dump() : std::string("?")) + ": " + what);
+}
+
+template <typename T>
+core::Result<T> field(const json& e, const char* name) {
+  if (!e.contains(name)) return bad(e, std::string("missing '") + name + "'");
+  try {
+    return e.at(name).get<T>();
+  } catch (const json::exception&) {
+    return bad(e, std::string("'") + name + "' has the wrong type");
+  }
+}
+
+template <typename T>
+T field_or(const json& e, const char* name, T fallback) {
+  if (!e.contains(name)) return fallback;
+  try {
+    return e.at(name).get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+
+AttemptRecord* current(RunSummary& s) {
+  return s.history.attempts.empty() ? nullptr : &s.history.attempts.back();
+}
+
+}  // namespace
+
+core::Status apply_event(RunSummary& s, const json& e) {
+  if (!e.is_object()) return make_error(ErrorKind::kParse, "event is not a JSON object");
+  GRPO_TRY(const std::string type, field<std::string>(e, "type"));
+  const double time = field_or<double>(e, "time", 0.0);
+  if (s.first_time == 0) s.first_time = time;
+  if (time > s.last_time) s.last_time = time;
+
+  if (type == ev::kRunStarted) {
+    s.started = true;
+    ++s.supervisor_starts;
+    s.total_steps = field_or<std::int64_t>(e, "total_steps", s.total_steps);
+    s.exit_code.reset();
+  } else if (type == ev::kState) {
+    GRPO_TRY(const std::string to, field<std::string>(e, "to"));
+    GRPO_TRY(s.state, parse_run_state(to));
+  } else if (type == ev::kAttemptStarted) {
+    GRPO_TRY(s.attempt, field<int>(e, "attempt"));
+    AttemptRecord a;
+    a.attempt = s.attempt;
+    a.checkpoint_step_at_start = field_or<std::int64_t>(e, "resume_step", s.latest_checkpoint_step);
+    a.checkpoint_step_at_end = a.checkpoint_step_at_start;
+    s.history.attempts.push_back(a);
+  } else if (type == ev::kFailure) {
+    GRPO_TRY(const std::string cls, field<std::string>(e, "class"));
+    ++s.failures[cls];
+    if (auto* a = current(s)) a->failure_class = cls;
+    s.last_notable = "failure: " + field_or<std::string>(e, "description", cls);
+  } else if (type == ev::kDecision) {
+    GRPO_TRY(const std::string kind, field<std::string>(e, "kind"));
+    const bool spends = field_or<bool>(e, "spends_budget", false);
+    if (auto* a = current(s)) a->spent_budget = kind == "restart" && spends;
+    if (kind == "restart") ++s.restarts;
+    if (kind == "requeue") ++s.requeues;
+    for (const auto& n : field_or<std::vector<std::string>>(e, "exclude", {})) {
+      if (std::find(s.excluded.begin(), s.excluded.end(), n) == s.excluded.end())
+        s.excluded.push_back(n);
+    }
+    s.last_notable = kind + ": " + field_or<std::string>(e, "reason", "");
+  } else if (type == ev::kRemediation) {
+    if (e.contains("micro_batch")) s.micro_batch = field_or<int>(e, "micro_batch", 1);
+    if (e.contains("offload")) s.offload = field_or<bool>(e, "offload", false);
+  } else if (type == ev::kAttemptEnded) {
+    // nothing beyond what failure/decision carry; kept for timelines
+  } else if (type == ev::kCheckpointSaved || type == ev::kCheckpointLoaded) {
+    GRPO_TRY(const std::int64_t step, field<std::int64_t>(e, "step"));
+    if (type == ev::kCheckpointSaved || step > s.latest_checkpoint_step) {
+      s.latest_checkpoint_step = std::max(s.latest_checkpoint_step, step);
+    }
+    if (auto* a = current(s)) {
+      if (type == ev::kCheckpointSaved)
+        a->checkpoint_step_at_end = std::max(a->checkpoint_step_at_end, step);
+    }
+  } else if (type == ev::kStep) {
+    s.last_step = std::max(s.last_step, field_or<std::int64_t>(e, "step", 0));
+  } else if (type == ev::kOomError) {
+    ++s.oom_events;
+  } else if (type == ev::kExpertImbalance) {
+    ++s.expert_imbalance_events;
+  } else if (type == ev::kStraggler) {
+    ++s.straggler_events;
+  } else if (type == ev::kWarning) {
+    s.last_notable = "warning: " + field_or<std::string>(e, "message", "");
+  } else if (type == ev::kRunFinished) {
+    GRPO_TRY(const int code, field<int>(e, "exit_code"));
+    s.exit_code = code;
+  }
+  if (type == ev::kAttemptStarted) s.attempt_start_time = time;
+  if (type == ev::kCheckpointSaved) s.last_checkpoint_time = time;
+  if (type == ev::kFailure && !s.lost_since) {
+    s.lost_since = std::max(s.last_checkpoint_time, s.attempt_start_time);
+    if (*s.lost_since == 0) s.lost_since = time;
+    s.step_at_failure = s.last_step;
+  }
+  if (s.lost_since &&
+      ((type == ev::kStep && s.last_step > s.step_at_failure) || type == ev::kRunFinished)) {
+    s.lost_s += time - *s.lost_since;
+    s.lost_since.reset();
+  }
+  return core::ok_status();
+}
+
+core::Result<RunSummary> replay(const std::vector<json>& events) {
+  RunSummary s;
+  for (const auto& e : events) GRPO_TRY_STATUS(apply_event(s, e));
+  if (s.lost_since) s.lost_s += s.last_time - *s.lost_since;  // not yet recovered
+  return s;
+}
+
+core::Result<LogContents> read_event_log(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorKind::kNotFound, "cannot read " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  LogContents out;
+  std::size_t pos = 0;
+  std::uint32_t line = 0;
+  while (pos < text.size()) {
+    ++line;
+    const auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      out.torn = true;  // the writer died before finishing this line
+      break;
+    }
+    const std::string_view l(text.data() + pos, nl - pos);
+    pos = nl + 1;
+    if (l.empty()) continue;
+    try {
+      out.events.push_back(json::parse(l));
+    } catch (const json::exception& e) {
+      return make_error(ErrorKind::kParse, std::string("not JSON: ") + e.what(),
+                        {path.string(), line, 0});
+    }
+  }
+  return out;
+}
+
+EventLogWriter::EventLogWriter(int fd, std::int64_t seq, std::filesystem::path path)
+    : fd_(fd), seq_(seq), path_(std::move(path)) {}
+
+EventLogWriter::EventLogWriter(EventLogWriter&& o) noexcept
+    : fd_(o.fd_), seq_(o.seq_), path_(std::move(o.path_)) {
+  o.fd_ = -1;
+}
+
+EventLogWriter& EventLogWriter::operator=(EventLogWriter&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    seq_ = o.seq_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+EventLogWriter::~EventLogWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+core::Result<EventLogWriter> EventLogWriter::open(const std::filesystem::path& path) {
+  std::int64_t seq = 0;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    GRPO_TRY(LogContents existing, read_event_log(path));
+    if (!existing.events.empty())
+      seq = field_or<std::int64_t>(existing.events.back(), "seq", 0) + 1;
+    if (existing.torn) {
+      // Finish the torn line so the next event starts on a line of its own.
+      const int fix = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      if (fix >= 0) {
+        const char nl = '\n';
+        (void)!::write(fix, &nl, 1);
+        ::close(fix);
+      }
+    }
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return make_error(ErrorKind::kIo, "cannot open " + path.string() + ": " + std::strerror(errno));
+  return EventLogWriter(fd, seq, path);
+}
+
+core::Status EventLogWriter::append(const std::string& type, json fields, double time) {
+  if (!fields.is_object()) fields = json::object();
+  fields["schema"] = kEventSchema;
+  fields["seq"] = seq_;
+  fields["time"] = time;
+  fields["type"] = type;
+  const std::string line = fields.dump() + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ErrorKind::kIo,
+                        "cannot append to " + path_.string() + ": " + std::strerror(errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::fdatasync(fd_);
+  ++seq_;
+  return core::ok_status();
+}
+
+}  // namespace grpo::supervise
