@@ -15,6 +15,7 @@
 #SBATCH --error=/shared/runs/golden-run/slurm-%j.err
 
 # The plan's environment (env.json "job"); srun passes it on to every rank.
+export GRPO_TEST_QUOTING='a b '\''c'\'' "d" $(e) `f`; g'
 export OMP_NUM_THREADS=2
 export GRPO_RUN_DIR=/shared/runs/golden-run
 export GRPO_RUN_ID=golden-run

@@ -141,8 +141,9 @@ TEST(SbatchView, FieldsFromPlanAndProfile) {
   EXPECT_EQ(v.signal, "B:USR2@60");
   EXPECT_EQ(v.output, "/shared/runs/golden-run/slurm-%j.out");
   EXPECT_EQ(v.error, "/shared/runs/golden-run/slurm-%j.err");
-  ASSERT_GE(v.env.size(), 3u);
-  EXPECT_EQ(v.env.front(), (SbatchEnvVar{"OMP_NUM_THREADS", "2"}));
+  ASSERT_EQ(v.env.size(), 4u);  // sorted plan env, then the run's two
+  EXPECT_EQ(v.env[0], (SbatchEnvVar{"GRPO_TEST_QUOTING", "'a b '\\''c'\\'' \"d\" $(e) `f`; g'"}));
+  EXPECT_EQ(v.env[1], (SbatchEnvVar{"OMP_NUM_THREADS", "2"}));
   EXPECT_EQ(v.env[v.env.size() - 2], (SbatchEnvVar{"GRPO_RUN_DIR", "/shared/runs/golden-run"}));
   EXPECT_EQ(v.env.back(), (SbatchEnvVar{"GRPO_RUN_ID", "golden-run"}));
   EXPECT_EQ(v.launcher, "/opt/grpo-launch/bin/grpo-launch");
