@@ -272,6 +272,7 @@ void log(const std::string& line) {
 }  // namespace
 
 int cmd_supervise(const GlobalArgs& /*global*/, const SuperviseArgs& args) {
+  const auto t0 = std::chrono::steady_clock::now();
   // Signals first: a USR2 or TERM during the setup below must not kill us silently.
   auto signals = slurm::ProcessSignals::install();
   if (!signals.ok()) return fail(signals.error());
@@ -318,8 +319,12 @@ int cmd_supervise(const GlobalArgs& /*global*/, const SuperviseArgs& args) {
   }
   std::string nodes_text;
   for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
+  const auto setup_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   log("job " + std::to_string(job->job_id) + " (restart " + std::to_string(job->restart_count) +
-      ") on " + nodes_text + ": " + core::shell_join(step.argv));
+      ") on " + nodes_text + ", setup " + std::to_string(setup_ms) +
+      " ms: " + core::shell_join(step.argv));
   slurm::PosixProcessRunner runner;
   auto outcome = slurm::run_step(runner, *signals.value(), step);
   if (!outcome.ok()) return fail(outcome.error());
