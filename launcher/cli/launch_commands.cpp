@@ -169,6 +169,11 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
     print_error("the plan is not runnable (see the diagnostics above); nothing was submitted");
     return kExitFindings;
   }
+  if (args.plan.dry_run && args.plan.format == "text") {
+    // The summary first: it stands even when the script cannot be made (e.g. a run directory
+    // that cannot appear on an #SBATCH line).
+    std::cout << core::render_summary(built.value()) << "\n" << std::flush;
+  }
   auto prepared = prepare(global, args, std::move(built).value());
   if (!prepared.ok()) return fail(prepared.error());
   Prepared& p = prepared.value();
@@ -177,7 +182,7 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
       nlohmann::json j = {{"plan", core::plan_to_json(p.plan)}, {"sbatch", p.script}};
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << core::render_summary(p.plan) << "\n" << p.script;
+      std::cout << p.script;
     }
     return kExitOk;
   }
