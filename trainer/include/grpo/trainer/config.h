@@ -40,7 +40,7 @@ struct TrainerConfig {
   bool val_do_sample = false;
 
   // actor_rollout_ref.actor
-  std::int64_t ppo_mini_batch_size = 32;            // prompts, all ranks together
+  std::int64_t ppo_mini_batch_size = 32;           // prompts, all ranks together
   std::int64_t ppo_micro_batch_size_per_gpu = 32;  // samples per forward/backward on a rank
   std::int64_t ppo_epochs = 2;
   double clip_ratio = 0.2;
