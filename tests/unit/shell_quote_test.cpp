@@ -165,6 +165,9 @@ TEST(SplitCommandLine, Vectors) {
       {"a \\", "trailing backslash"},
       {"FOO=1 probe", "assignment"},
       {std::string("a\0b", 3), "NUL"},
+      {std::string("a '\0'", 6), "NUL byte at column 4"},
+      {std::string("a \"\0\"", 6), "NUL byte at column 4"},
+      {std::string("a \\\0", 4), "NUL byte at column 4"},
   };
   for (const auto& [in, want] : bad) {
     auto got = split_command_line(in);

@@ -112,9 +112,11 @@ Result<std::vector<std::string>> split_command_line(std::string_view text) {
     word.clear();
     in_word = false;
   };
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    return split_error("NUL byte", nul);
+  }
   while (i < text.size()) {
     const char c = text[i];
-    if (c == '\0') return split_error("NUL byte", i);
     if (c == ' ' || c == '\t') {
       finish();
       ++i;
@@ -134,7 +136,6 @@ Result<std::vector<std::string>> split_command_line(std::string_view text) {
       bool closed = false;
       while (i < text.size()) {
         const char d = text[i];
-        if (d == '\0') return split_error("NUL byte", i);
         if (d == '"') {
           closed = true;
           ++i;
