@@ -4,7 +4,7 @@
 #include <variant>
 
 #include "grpo/core/result.h"
-#include "grpo/core/run_spec.h"
+#include "grpo/core/job_step.h"
 
 namespace grpo::cli {
 

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
+#include "grpo/core/job_step.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/sbatch_script.h"

@@ -1,13 +1,11 @@
 // What `grpo-launch supervise` needs to start a run's job step, as written by `submit` into the
-// run directory (run.json, schema "grpo-launch/run/v1", docs/sbatch-template.md), and the pure
-// parts of the step: checking the allocation against the rank map, the srun command line, and
-// the closed outcome type of one step.
+// run directory (run.json, schema "grpo-launch/run/v1", docs/sbatch-template.md), and the readers
+// of the run directory's env.json and rankmap.json. The step itself: job_step.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "grpo/core/env_contract.h"
@@ -44,43 +42,5 @@ struct RankMapShape {
   int ranks_per_node = 0;
 };
 Result<RankMapShape> rank_map_shape_from_json(const nlohmann::json& j, std::string_view file);
-
-// The allocation the job step runs in, as libslurm reports it.
-struct Allocation {
-  std::uint32_t job_id = 0;
-  std::vector<std::string> nodes;  // expanded, in Slurm's order (node_rank i = nodes[i])
-  int tasks_per_node = 0;          // 0 when the job did not fix it
-};
-
-// The allocation can run the rank map: at least spec.nodes usable nodes (not excluded), and when
-// the job fixed its tasks per node, equal to ranks_per_node. Errors: kInvalidValue naming both.
-Status check_allocation(const RunSpec& spec, const Allocation& allocation);
-
-// The nodes the step will run on, in node_rank order: the allocation's nodes minus the excluded
-// ones, the first spec.nodes of them.
-std::vector<std::string> step_nodes(const RunSpec& spec, const Allocation& allocation);
-
-// srun's argv for the run's one job step:
-//   srun --mpi=pmix --label --kill-on-bad-exit=1 --distribution=block [--exclude=a,b]
-//        --nodes=N --ntasks=N*T --ntasks-per-node=T [--cpus-per-task=C] <trainer argv...>
-// `srun` is the program name (a path, or looked up in PATH).
-std::vector<std::string> srun_command(const RunSpec& spec, const std::string& srun = "srun");
-
-// How one job step ended (closed: visit it without a default branch).
-struct StepSucceeded {};  // srun exited 0: every rank exited 0
-struct StepFailed {       // srun exited non-zero (a rank failed, or srun could not launch)
-  int exit_code = 1;
-};
-struct StepKilled {  // srun itself was killed by a signal nobody forwarded
-  int signal = 0;
-};
-struct StepInterrupted {  // the supervisor received `signal`, forwarded it, and the step ended
-  int signal = 0;
-  int exit_code = 0;  // srun's exit code, or 128 + signal when srun died of a signal
-};
-using StepOutcome = std::variant<StepSucceeded, StepFailed, StepKilled, StepInterrupted>;
-
-// One line: "succeeded", "failed: srun exited 143", "interrupted by SIGTERM (srun exited 143)".
-std::string describe(const StepOutcome& outcome);
 
 }  // namespace grpo::core

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/core/run_spec.h"
+#include "grpo/core/job_step.h"
 
 namespace grpo::slurm {
 

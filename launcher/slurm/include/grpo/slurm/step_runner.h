@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/core/run_spec.h"
+#include "grpo/core/job_step.h"
 #include "grpo/slurm/process_runner.h"
 #include "grpo/slurm/slurm_job.h"
 
