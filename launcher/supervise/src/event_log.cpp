@@ -59,6 +59,11 @@ core::Status apply_event(RunSummary& s, const json& e) {
     s.started = true;
     ++s.supervisor_starts;
     s.total_steps = field_or<std::int64_t>(e, "total_steps", s.total_steps);
+    s.profile = field_or<std::string>(e, "profile", s.profile);
+    s.model = field_or<std::string>(e, "model", s.model);
+    if (e.contains("slurm_job_id") && !e["slurm_job_id"].is_null()) {
+      s.slurm_job_id = field_or<std::string>(e, "slurm_job_id", "");
+    }
     s.exit_code.reset();
   } else if (type == ev::kState) {
     GRPO_TRY(const std::string to, field<std::string>(e, "to"));
@@ -102,6 +107,20 @@ core::Status apply_event(RunSummary& s, const json& e) {
     }
   } else if (type == ev::kStep) {
     s.last_step = std::max(s.last_step, field_or<std::int64_t>(e, "step", 0));
+    if (field_or<int>(e, "rank", 0) == 0) {
+      if (e.contains("reward_mean")) s.reward = field_or<double>(e, "reward_mean", 0);
+      if (e.contains("val_reward")) s.val_reward = field_or<double>(e, "val_reward", 0);
+      if (e.contains("tokens_per_s")) s.tokens_per_s = field_or<double>(e, "tokens_per_s", 0);
+      if (e.contains("loss")) s.loss = field_or<double>(e, "loss", 0);
+      if (e.contains("kl")) s.kl = field_or<double>(e, "kl", 0);
+      if (e.contains("wall_s") || e.contains("step_s")) {
+        const double t = field_or<double>(e, e.contains("wall_s") ? "wall_s" : "step_s", 0);
+        s.step_s = t;
+        s.recent_step_s = s.recent_step_s == 0 ? t : 0.8 * s.recent_step_s + 0.2 * t;
+      }
+    }
+  } else if (type == "validation") {
+    if (e.contains("val_reward")) s.val_reward = field_or<double>(e, "val_reward", 0);
   } else if (type == ev::kOomError) {
     ++s.oom_events;
   } else if (type == ev::kExpertImbalance) {

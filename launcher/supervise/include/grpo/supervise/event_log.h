@@ -54,6 +54,17 @@ struct RunSummary {
   std::int64_t latest_checkpoint_step = -1;
   std::int64_t last_step = 0;
   std::int64_t total_steps = 0;
+  // Newest training metrics (from forwarded `step` events of rank 0).
+  std::optional<double> reward;      // reward_mean
+  std::optional<double> val_reward;  // newest validation reward
+  std::optional<double> tokens_per_s;
+  std::optional<double> step_s;
+  std::optional<double> loss;
+  std::optional<double> kl;
+  double recent_step_s = 0;  // moving average of wall time per step (for the ETA)
+  std::string profile;       // from run_started
+  std::string model;
+  std::optional<std::string> slurm_job_id;
   std::map<std::string, int> failures;  // by class
   int restarts = 0;                     // decisions to restart
   int requeues = 0;

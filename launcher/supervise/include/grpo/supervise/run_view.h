@@ -1,0 +1,27 @@
+// Views of a run built from its event-log summary (event_log.h): the one-line live progress,
+// the `grpo-launch status` report, and the Prometheus text file for node_exporter's textfile
+// collector (docs/run-visibility.md). Pure: values in, text out; `now` is passed in.
+#pragma once
+
+#include <string>
+
+#include "grpo/supervise/event_log.h"
+
+namespace grpo::supervise {
+
+// "step 12/40 | reward 0.62 | val 0.58 | 2.3k tok/s | ETA 1m05s | restarts 1 | failure: rank 1 ..."
+std::string progress_line(const RunSummary& s, double now);
+
+// The multi-line report of `grpo-launch status`.
+std::string render_status(const RunSummary& s, const std::string& run_dir, double now);
+
+// Prometheus exposition format (text 0.0.4), metric names grpo_*; `run` labels every sample.
+std::string render_prometheus(const RunSummary& s, const std::string& run);
+
+// Effective-training-time ratio: (wall time - time lost to faults) / wall time, 1 when empty.
+double effective_ratio(const RunSummary& s, double now);
+
+// "1h02m", "3m05s", "42s".
+std::string format_duration(double seconds);
+
+}  // namespace grpo::supervise
