@@ -18,6 +18,8 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-openmp
   # packaging; python3 for test helpers and scripts/refresh-schema.py
   dpkg-dev file python3
+  # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -49,6 +49,24 @@ struct SuperviseArgs {
   std::string srun = "srun";  // --srun (a path, or a name looked up in PATH)
 };
 
+struct StatusArgs {
+  std::string target;  // run directory or Slurm job id
+  std::string format = "text";
+};
+struct EventsArgs {
+  std::string target;
+  bool follow = false;
+  std::vector<std::string> types;
+  std::string format = "text";
+};
+struct ReportArgs {
+  std::string target;
+  std::string output;  // default <run_dir>/report.html
+};
+
+int cmd_status(const GlobalArgs& global, const StatusArgs& args);
+int cmd_events(const GlobalArgs& global, const EventsArgs& args);
+int cmd_report(const GlobalArgs& global, const ReportArgs& args);
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args);
 // Prints the batch script of a plan (exit 0), or the error.
 int cmd_render(const GlobalArgs& global, const LaunchArgs& args);

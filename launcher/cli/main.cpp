@@ -134,6 +134,22 @@ int main(int argc, char** argv) {
         "Exit: 0 the step succeeded, 75 interrupted by a signal, 80 the step failed, 2 bad run "
         "directory or\nallocation mismatch, 69 Slurm unreachable.");
 
+    grpo::cli::StatusArgs status_args;
+    auto* status = app.add_subcommand("status", "Show a run's state, progress, restarts and fault counts");
+    status->add_option("run", status_args.target, "Run directory or Slurm job id")->required()->type_name("RUN_DIR|JOB_ID");
+    status->add_option("--format,-f", status_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+    grpo::cli::EventsArgs events_args;
+    auto* events = app.add_subcommand("events", "Print a run's event log (docs/events.md)");
+    events->add_option("run", events_args.target, "Run directory or Slurm job id")->required()->type_name("RUN_DIR|JOB_ID");
+    events->add_flag("--follow,-F", events_args.follow, "Keep printing new events until the run finishes");
+    events->add_option("--type,-t", events_args.types, "Only events of these types (repeatable, comma-separated)")
+        ->type_name("TYPE");
+    events->add_option("--format,-f", events_args.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+    grpo::cli::ReportArgs report_args;
+    auto* report = app.add_subcommand("report", "Write a self-contained HTML report with the run's charts");
+    report->add_option("run", report_args.target, "Run directory or Slurm job id")->required()->type_name("RUN_DIR|JOB_ID");
+    report->add_option("--output,-o", report_args.output, "Output file (default RUN_DIR/report.html)")->type_name("FILE");
+
     std::string profiles_format = "text";
     auto* profiles = app.add_subcommand(
         "profiles", "List the cluster profiles and models found on the search path");
@@ -157,6 +173,9 @@ int main(int argc, char** argv) {
 
     if (plan->parsed()) return grpo::cli::cmd_plan(global, plan_args);
     if (profiles->parsed()) return grpo::cli::cmd_profiles(global, profiles_format);
+    if (status->parsed()) return grpo::cli::cmd_status(global, status_args);
+    if (events->parsed()) return grpo::cli::cmd_events(global, events_args);
+    if (report->parsed()) return grpo::cli::cmd_report(global, report_args);
     if (check->parsed()) return grpo::cli::cmd_check(global, check_args);
     if (render->parsed()) return grpo::cli::cmd_render(global, render_args);
     if (submit->parsed()) return grpo::cli::cmd_submit(global, submit_args);

@@ -192,6 +192,8 @@ core::Result<JobInfo> LibSlurm::load_job(std::uint32_t job_id) {
   info.end_time = static_cast<std::int64_t>(job->end_time);
   info.restart_count = static_cast<int>(job->restart_cnt);
   info.batch_host = str(job->batch_host);
+  info.std_out = str(job->std_out);
+  info.work_dir = str(job->work_dir);
   return info;
 }
 

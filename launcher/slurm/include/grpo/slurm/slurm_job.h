@@ -30,6 +30,8 @@ struct JobInfo {
   std::int64_t end_time = 0;              // expected end (start + limit) while running
   int restart_count = 0;                  // times the job was requeued
   std::string batch_host;                 // node running the batch script
+  std::string std_out;                    // the job's --output path (may hold %j patterns)
+  std::string work_dir;                   // the job's working directory
 };
 
 // What the supervisor needs from Slurm, behind an interface so tests can fake it.

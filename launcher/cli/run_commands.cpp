@@ -1,0 +1,241 @@
+// grpo-launch status / events / report: views of a run directory's event log
+// (docs/run-visibility.md, docs/events.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "commands.h"
+#include "exit_codes.h"
+#include "grpo/io/files.h"
+#include "grpo/report/report.h"
+#include "grpo/slurm/slurm_job.h"
+#include "grpo/supervise/event_log.h"
+#include "grpo/supervise/run_view.h"
+
+namespace grpo::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int fail(const core::Error& e, int code) {
+  print_error(e.str());
+  return code;
+}
+
+bool is_run_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p / "events.jsonl", ec) || fs::is_regular_file(p / "run.json", ec);
+}
+
+// A run directory, or a Slurm job id: the job's --output lives in its run directory (libslurm),
+// and submit records the id in <run_dir>/job.json (searched under ./runs).
+core::Result<fs::path> resolve_run(const std::string& target) {
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) {
+    if (!is_run_dir(target)) {
+      return core::make_error(core::ErrorKind::kNotFound,
+                              target + " is not a run directory (no events.jsonl or run.json)");
+    }
+    return fs::path(target);
+  }
+  auto id = slurm::parse_job_id(target.c_str(), "job id");
+  if (!id.ok()) {
+    return core::make_error(core::ErrorKind::kNotFound,
+                            "no run directory or Slurm job id '" + target + "'");
+  }
+  if (auto lib = slurm::LibSlurm::open(); lib.ok()) {
+    if (auto job = lib.value()->load_job(id.value()); job.ok()) {
+      for (const auto& p : {fs::path(job->std_out).parent_path(), fs::path(job->work_dir)}) {
+        if (!p.empty() && is_run_dir(p)) return p;
+      }
+    }
+  }
+  const fs::path runs = "runs";
+  if (fs::is_directory(runs, ec)) {
+    for (const auto& entry : fs::directory_iterator(runs, ec)) {
+      auto text = io::read_file(entry.path() / "job.json", 1u << 20);
+      if (!text.ok()) continue;
+      const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+      if (j.is_object() && j.value("job_id", 0u) == id.value()) return entry.path();
+    }
+  }
+  return core::make_error(core::ErrorKind::kNotFound,
+                          "cannot find the run directory of job " + target +
+                              " (not in Slurm's records, not under ./runs)");
+}
+
+core::Result<supervise::LogContents> load_events(const fs::path& run) {
+  const fs::path log = run / "events.jsonl";
+  std::error_code ec;
+  if (!fs::exists(log, ec)) return supervise::LogContents{};  // submitted, not started yet
+  return supervise::read_event_log(log);
+}
+
+std::string clock_time(double t) {
+  const auto secs = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>((t - static_cast<double>(secs)) * 1000));
+  return buf;
+}
+
+std::string human_event(const nlohmann::json& e) {
+  std::string line = clock_time(e.value("time", 0.0)) + "  " + e.value("type", std::string("?"));
+  for (const auto& [k, v] : e.items()) {
+    if (k == "schema" || k == "seq" || k == "time" || k == "type") continue;
+    line += "  " + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return line;
+}
+
+bool wanted(const nlohmann::json& e, const std::vector<std::string>& types) {
+  if (types.empty()) return true;
+  const std::string t = e.value("type", std::string());
+  for (const auto& w : types) {
+    if (w == t) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int cmd_status(const GlobalArgs&, const StatusArgs& args) {
+  auto run = resolve_run(args.target);
+  if (!run.ok()) return fail(run.error(), kExitInput);
+  auto log = load_events(run.value());
+  if (!log.ok()) return fail(log.error(), kExitInput);
+  auto summary = supervise::replay(log->events);
+  if (!summary.ok()) return fail(summary.error(), kExitInput);
+  const auto& s = summary.value();
+  if (args.format == "json") {
+    nlohmann::json failures = s.failures;
+    nlohmann::json j = {
+        {"schema", "grpo-launch/status/v1"},
+        {"run_dir", run->string()},
+        {"state", std::string(supervise::to_string(s.state))},
+        {"started", s.started},
+        {"exit_code", s.exit_code ? nlohmann::json(*s.exit_code) : nlohmann::json()},
+        {"step", s.last_step},
+        {"total_steps", s.total_steps},
+        {"attempt", s.attempt},
+        {"restarts", s.restarts},
+        {"requeues", s.requeues},
+        {"failures", failures},
+        {"oom_events", s.oom_events},
+        {"expert_imbalance_events", s.expert_imbalance_events},
+        {"straggler_events", s.straggler_events},
+        {"latest_checkpoint_step", s.latest_checkpoint_step},
+        {"lost_s", s.lost_s},
+        {"effective_ratio", supervise::effective_ratio(s, now_seconds())},
+        {"torn_log", log->torn}};
+    if (s.reward) j["reward"] = *s.reward;
+    if (s.val_reward) j["val_reward"] = *s.val_reward;
+    if (s.tokens_per_s) j["tokens_per_s"] = *s.tokens_per_s;
+    nlohmann::json attempts = nlohmann::json::array();
+    for (const auto& a : s.history.attempts) {
+      attempts.push_back(
+          {{"attempt", a.attempt},
+           {"failure", a.failure_class ? nlohmann::json(*a.failure_class) : nlohmann::json()},
+           {"spent_budget", a.spent_budget},
+           {"checkpoint_step_at_start", a.checkpoint_step_at_start},
+           {"checkpoint_step_at_end", a.checkpoint_step_at_end}});
+    }
+    j["attempts"] = attempts;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    if (!s.started)
+      std::cout << "run        " << run->string() << "\nstate      not started yet (no events)\n";
+    else
+      std::cout << supervise::render_status(s, run->string(), now_seconds());
+    if (log->torn)
+      std::cout << "note       the newest event line is incomplete (the writer was interrupted)\n";
+  }
+  return kExitOk;
+}
+
+int cmd_events(const GlobalArgs&, const EventsArgs& args) {
+  auto run = resolve_run(args.target);
+  if (!run.ok()) return fail(run.error(), kExitInput);
+  std::vector<std::string> types;
+  for (const auto& t : args.types) {
+    std::size_t start = 0;
+    while (start <= t.size()) {
+      const auto comma = t.find(',', start);
+      const std::string one =
+          t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!one.empty()) types.push_back(one);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  const fs::path log = run.value() / "events.jsonl";
+  std::size_t offset = 0;
+  bool finished = false;
+  auto emit = [&](const nlohmann::json& e) {
+    if (e.value("type", std::string()) == supervise::ev::kRunFinished) finished = true;
+    if (!wanted(e, types)) return;
+    std::cout << (args.format == "json" ? e.dump() : human_event(e)) << "\n";
+  };
+  while (true) {
+    std::error_code ec;
+    if (fs::exists(log, ec)) {
+      auto text = io::read_file(log, std::size_t{1} << 34);
+      if (!text.ok()) return fail(text.error(), kExitInput);
+      const std::string& all = text.value();
+      std::uint32_t line = 0;
+      for (std::size_t pos = 0; pos < all.size();) {
+        const auto nl = all.find('\n', pos);
+        if (nl == std::string::npos) break;  // a line still being written
+        ++line;
+        if (pos >= offset && nl > pos) {
+          const auto e = nlohmann::json::parse(all.substr(pos, nl - pos), nullptr, false);
+          if (e.is_discarded()) {
+            return fail(
+                core::make_error(core::ErrorKind::kParse, "not JSON", {log.string(), line, 0}),
+                kExitInput);
+          }
+          emit(e);
+        }
+        pos = nl + 1;
+        if (pos > offset) offset = pos;
+      }
+    } else if (!args.follow) {
+      return kExitOk;  // no events yet
+    }
+    std::cout.flush();
+    if (!args.follow || finished) return kExitOk;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+int cmd_report(const GlobalArgs&, const ReportArgs& args) {
+  auto run = resolve_run(args.target);
+  if (!run.ok()) return fail(run.error(), kExitInput);
+  auto log = load_events(run.value());
+  if (!log.ok()) return fail(log.error(), kExitInput);
+  report::ReportOptions options;
+  options.title = fs::absolute(run.value()).lexically_normal().string();
+  options.generated = now_seconds();
+  const auto r = report::render_report(log->events, options);
+  const fs::path out = args.output.empty() ? run.value() / "report.html" : fs::path(args.output);
+  if (auto st = io::write_file_atomic(out, r.html, 0644); !st.ok())
+    return fail(st.error(), kExitCantCreate);
+  int with_data = 0;
+  for (const auto& c : r.charts) with_data += c.points > 0;
+  std::cout << out.string() << ": " << r.charts.size() << " charts (" << with_data
+            << " with data) from " << log->events.size() << " events\n";
+  return kExitOk;
+}
+
+}  // namespace grpo::cli
