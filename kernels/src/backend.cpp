@@ -8,16 +8,19 @@ std::string_view to_string(Backend backend) {
   switch (backend) {
     case Backend::kReference:
       return "reference";
+    case Backend::kFused:
+      return "fused";
   }
   return "unknown";
 }
 
 std::vector<std::string_view> backend_names() {
-  return {"reference"};
+  return {"fused", "reference"};
 }
 
 core::Result<Backend> parse_backend(std::string_view name) {
   if (name == "reference") return Backend::kReference;
+  if (name == "fused") return Backend::kFused;
   std::string accepted;
   for (std::string_view n : backend_names()) {
     if (!accepted.empty()) accepted += ", ";

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "grpo/kernels/ops.h"
+#include "ops_registry.h"
 
 namespace grpo::kernels {
 namespace {
@@ -30,15 +31,26 @@ class ReferenceOps final : public Ops {
     return weight * normed.to(x.scalar_type());
   }
 
-  RouterOutput route(const at::Tensor& router_logits, std::int64_t top_k,
-                     bool norm_topk_prob) const override {
+  using Ops::route;
+  RouterOutput route(const at::Tensor& router_logits, std::int64_t top_k, bool norm_topk_prob,
+                     const at::Tensor& valid) const override {
+    const std::int64_t experts = router_logits.size(-1);
     RouterOutput out;
     out.probs = at::softmax(at_least_fp32(router_logits), -1);
     auto [weights, indices] = out.probs.topk(top_k, -1);
     if (norm_topk_prob) weights = weights / weights.sum(-1, /*keepdim=*/true);
     out.weights = weights;
     out.indices = indices;
-    out.tokens_per_expert = at::bincount(indices.reshape({-1}), {}, router_logits.size(-1));
+    at::Tensor counted =
+        valid.defined() ? indices.index_select(0, at::nonzero(valid).squeeze(1)) : indices;
+    out.tokens_per_expert = at::bincount(counted.reshape({-1}), {}, experts);
+    // Group the pairs by expert: a stable sort keeps token order within each expert.
+    at::Tensor flat = indices.reshape({-1});
+    at::Tensor order = std::get<1>(at::sort(flat, c10::optional<bool>(true), /*dim=*/0));
+    out.sorted_pairs = order;
+    out.sorted_tokens = at::div(order, top_k, "floor");
+    out.expert_offsets =
+        at::cat({at::zeros({1}, flat.options()), at::bincount(flat, {}, experts).cumsum(0)});
     return out;
   }
 
@@ -120,13 +132,19 @@ at::Tensor kl_penalty(const at::Tensor& logprob, const at::Tensor& ref_logprob, 
   return logprob - ref_logprob;
 }
 
-const Ops& ops_for(Backend backend) {
+const Ops& reference_ops_default() {
   static const ReferenceOps reference;
+  return reference;
+}
+
+const Ops& ops_for(Backend backend) {
   switch (backend) {
     case Backend::kReference:
-      return reference;
+      return reference_ops_default();
+    case Backend::kFused:
+      return fused_ops_default();
   }
-  return reference;
+  return reference_ops_default();
 }
 
 }  // namespace grpo::kernels

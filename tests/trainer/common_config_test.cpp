@@ -74,7 +74,8 @@ TEST(Config, OverridesAreTypedAndChecked) {
   ASSERT_FALSE(choice.ok());
   EXPECT_NE(choice.error().message.find("did you mean 'low_var_kl'"), std::string::npos);
   EXPECT_FALSE(apply_override(c, "no_equals_sign").ok());
-  EXPECT_FALSE(apply_override(c, "kernels=fused").ok());
+  EXPECT_TRUE(apply_override(c, "kernels=reference").ok());
+  EXPECT_FALSE(apply_override(c, "kernels=unfused").ok());
 }
 
 TEST(Config, CrossFieldAndWorldChecks) {

@@ -159,8 +159,9 @@ const std::vector<KeyDef>& key_defs() {
        "auto: newest valid checkpoint in the run dir; disable; resume_path: resume_from_path"},
       {"trainer.resume_from_path", &C::resume_from_path, any(),
        "checkpoint directory for resume_mode = resume_path"},
-      {"kernels", &C::kernels, one_of({"reference"}),
-       "implementation of the hot ops (issue #7 adds fused ones)"},
+      {"kernels", &C::kernels, one_of({"fused", "reference"}),
+       "implementation of the hot ops: fused kernels or the unfused LibTorch reference "
+       "(docs/kernels.md)"},
   };
   return defs;
 }

@@ -132,28 +132,30 @@ MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options
 
 at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
                              at::Tensor* aux) {
-  const std::int64_t n = x.size(0);
   at::Tensor router_logits = gate->forward(x);
   if (force_bias != 0.0) {
     at::Tensor bias = at::zeros({num_experts}, router_logits.options());
     bias[0] = force_bias;
     router_logits = router_logits + bias;
   }
-  kernels::RouterOutput r = ops.route(router_logits, top_k, norm_topk_prob);
+  kernels::RouterOutput r = ops.route(router_logits, top_k, norm_topk_prob, valid);
 
-  at::Tensor flat_experts = r.indices.reshape({-1});
-  at::Tensor flat_weights = r.weights.reshape({-1}).to(x.scalar_type());
-  at::Tensor token_ids =
-      at::arange(n, r.indices.options()).unsqueeze(1).expand({n, top_k}).reshape({-1});
-  at::Tensor out = at::zeros_like(x);
+  // The router's permutation groups the (token, slot) pairs by expert: one gather, each expert on
+  // its contiguous slice, one scatter-add (in expert order per token, as a per-expert loop adds).
+  at::Tensor offsets = r.expert_offsets.to(at::kCPU);
+  const auto* off = offsets.data_ptr<std::int64_t>();
+  at::Tensor x_sorted = x.index_select(0, r.sorted_tokens);
+  at::Tensor w_sorted =
+      r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
+  std::vector<at::Tensor> ys;
   for (std::int64_t e = 0; e < num_experts; ++e) {
-    at::Tensor sel = at::nonzero(flat_experts == e).squeeze(1);
-    if (sel.numel() == 0) continue;
-    at::Tensor tok = token_ids.index_select(0, sel);
-    at::Tensor y = experts[static_cast<std::size_t>(e)]->forward(x.index_select(0, tok)) *
-                   flat_weights.index_select(0, sel).unsqueeze(1);
-    out = out.index_add(0, tok, y);
+    const std::int64_t begin = off[e];
+    const std::int64_t count = off[e + 1] - begin;
+    if (count == 0) continue;
+    ys.push_back(experts[static_cast<std::size_t>(e)]->forward(x_sorted.narrow(0, begin, count)));
   }
+  at::Tensor out = at::zeros_like(x);
+  if (!ys.empty()) out = out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
   if (shared_expert) {
     at::Tensor s = shared_expert->forward(x);
     if (shared_expert_gate) s = at::sigmoid(shared_expert_gate->forward(x)) * s;
@@ -162,17 +164,12 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
 
   // Switch-style load-balancing loss over the real tokens, as Hugging Face's
   // load_balancing_loss_func: E * sum_i f_i * P_i, f_i = fraction of tokens routed to i (the f_i
-  // sum to top_k), P_i = mean router probability of i.
+  // sum to top_k), P_i = mean router probability of i. The router counted the valid tokens' pairs.
   at::Tensor probs = r.probs;
-  at::Tensor chosen = r.indices;
-  if (valid.defined()) {
-    at::Tensor idx = at::nonzero(valid).squeeze(1);
-    probs = probs.index_select(0, idx);
-    chosen = chosen.index_select(0, idx);
-  }
+  if (valid.defined()) probs = probs.index_select(0, at::nonzero(valid).squeeze(1));
   const std::int64_t real = probs.size(0);
   if (real > 0) {
-    at::Tensor counts = at::bincount(chosen.reshape({-1}), {}, num_experts);
+    const at::Tensor& counts = r.tokens_per_expert;
     at::Tensor f = counts.to(probs.scalar_type()) / static_cast<double>(real);
     *aux = *aux + static_cast<double>(num_experts) * (f * probs.mean(0)).sum();
     if (collect_load) {

@@ -9,12 +9,13 @@
 
 namespace grpo::kernels {
 
-// kReference: plain unfused LibTorch (kernels/src/reference_ops.cpp). Issue #7 adds fused CPU
-// and CUDA backends beside it.
-enum class Backend { kReference };
+// kReference: plain unfused LibTorch (kernels/src/reference_ops.cpp).
+// kFused: fused kernels (docs/kernels.md): ATen + OpenMP on the CPU (kernels/src/fused_*.cpp), the
+// CUDA kernels of kernels/cuda/ for CUDA tensors when built with them. The default.
+enum class Backend { kReference, kFused };
 
 std::string_view to_string(Backend backend);
-// "reference" -> kReference. Errors: kInvalidValue naming the accepted values.
+// "reference" -> kReference, "fused" -> kFused. Errors: kInvalidValue naming the accepted values.
 core::Result<Backend> parse_backend(std::string_view name);
 std::vector<std::string_view> backend_names();
 

@@ -10,17 +10,23 @@
 #include <optional>
 
 #include "grpo/kernels/backend.h"
+#include "grpo/kernels/policy_math.h"  // KlType
 
 namespace grpo::kernels {
 
-// The KL estimators verl names (kl_loss_type): k1 "kl", "abs", k2 "mse", k3 "low_var_kl".
-enum class KlType { kKl, kAbs, kMse, kLowVarKl };
-
 struct RouterOutput {
-  at::Tensor weights;            // [N, k] float, differentiable: the routing weights of the top-k
-  at::Tensor indices;            // [N, k] int64: the chosen experts, best first
-  at::Tensor probs;              // [N, E] float, differentiable: softmax over all experts
-  at::Tensor tokens_per_expert;  // [E] int64: how many (token, slot) pairs chose each expert
+  at::Tensor weights;  // [N, k] float, differentiable: the routing weights of the top-k
+  at::Tensor indices;  // [N, k] int64: the chosen experts, best first
+  at::Tensor probs;    // [N, E] float, differentiable: softmax over all experts
+  // [E] int64: how many (token, slot) pairs of the valid tokens chose each expert (all tokens when
+  // no mask is given). This is what the load statistics and the aux loss count.
+  at::Tensor tokens_per_expert;
+  // The permutation that groups all N * k (token, slot) pairs by expert, valid or not (the expert
+  // computation runs on every token): the pairs of expert e are positions
+  // [expert_offsets[e], expert_offsets[e + 1]) of sorted_tokens / sorted_pairs, in token order.
+  at::Tensor expert_offsets;  // [E + 1] int64, expert_offsets[0] = 0, expert_offsets[E] = N * k
+  at::Tensor sorted_tokens;   // [N * k] int64: the token of each pair
+  at::Tensor sorted_pairs;    // [N * k] int64: token * k + slot, an index into weights.view(-1)
 };
 
 struct TokenLogProbs {
@@ -63,9 +69,15 @@ class Ops {
   // x * rsqrt(mean(x^2, -1) + eps) * weight, computed in fp32 and returned in x's dtype.
   virtual at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const = 0;
 
-  // Softmax over router_logits [N, E] (fp32), top-k, renormalized to sum 1 when norm_topk_prob.
+  // Softmax over router_logits [N, E] (fp32), top-k, renormalized to sum 1 when norm_topk_prob,
+  // with the per-expert counts over the tokens marked in valid ([N] bool; undefined: all) and the
+  // permutation grouping all tokens by expert. Ties between equal scores may pick either expert.
   virtual RouterOutput route(const at::Tensor& router_logits, std::int64_t top_k,
-                             bool norm_topk_prob) const = 0;
+                             bool norm_topk_prob, const at::Tensor& valid) const = 0;
+  RouterOutput route(const at::Tensor& router_logits, std::int64_t top_k,
+                     bool norm_topk_prob) const {
+    return route(router_logits, top_k, norm_topk_prob, at::Tensor());
+  }
 
   // log softmax(hidden [N, H] @ lm_head [V, H]^T / temperature) at tokens [N]; entropy [N] too
   // when with_entropy. Differentiable in hidden and lm_head.

@@ -84,7 +84,7 @@ struct TrainerConfig {
   std::string resume_from_path;
 
   // kernels
-  std::string kernels = "reference";
+  std::string kernels = "fused";
 
   double effective_clip_low() const { return clip_ratio_low.value_or(clip_ratio); }
   double effective_clip_high() const { return clip_ratio_high.value_or(clip_ratio); }
