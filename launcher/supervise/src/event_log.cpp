@@ -58,6 +58,9 @@ core::Status apply_event(RunSummary& s, const json& e) {
   if (type == ev::kRunStarted) {
     s.started = true;
     ++s.supervisor_starts;
+    // A (re)started supervisor begins its first attempt: launching (docs/supervisor.md).
+    s.state = RunState::kLaunching;
+    s.lost_since.reset();
     s.total_steps = field_or<std::int64_t>(e, "total_steps", s.total_steps);
     s.profile = field_or<std::string>(e, "profile", s.profile);
     s.model = field_or<std::string>(e, "model", s.model);
@@ -83,7 +86,7 @@ core::Status apply_event(RunSummary& s, const json& e) {
   } else if (type == ev::kDecision) {
     GRPO_TRY(const std::string kind, field<std::string>(e, "kind"));
     const bool spends = field_or<bool>(e, "spends_budget", false);
-    if (auto* a = current(s)) a->spent_budget = kind == "restart" && spends;
+    if (auto* a = current(s); a && kind == "restart") a->spent_budget = spends;
     if (kind == "restart") ++s.restarts;
     if (kind == "requeue") ++s.requeues;
     for (const auto& n : field_or<std::vector<std::string>>(e, "exclude", {})) {
@@ -188,7 +191,7 @@ EventLogWriter::EventLogWriter(int fd, std::int64_t seq, std::filesystem::path p
     : fd_(fd), seq_(seq), path_(std::move(path)) {}
 
 EventLogWriter::EventLogWriter(EventLogWriter&& o) noexcept
-    : fd_(o.fd_), seq_(o.seq_), path_(std::move(o.path_)) {
+    : fd_(o.fd_), seq_(o.seq_), unsynced_(o.unsynced_), path_(std::move(o.path_)) {
   o.fd_ = -1;
 }
 
@@ -197,6 +200,7 @@ EventLogWriter& EventLogWriter::operator=(EventLogWriter&& o) noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = o.fd_;
     seq_ = o.seq_;
+    unsynced_ = o.unsynced_;
     path_ = std::move(o.path_);
     o.fd_ = -1;
   }
@@ -204,6 +208,7 @@ EventLogWriter& EventLogWriter::operator=(EventLogWriter&& o) noexcept {
 }
 
 EventLogWriter::~EventLogWriter() {
+  if (fd_ >= 0 && unsynced_) ::fdatasync(fd_);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -215,12 +220,17 @@ core::Result<EventLogWriter> EventLogWriter::open(const std::filesystem::path& p
     if (!existing.events.empty())
       seq = field_or<std::int64_t>(existing.events.back(), "seq", 0) + 1;
     if (existing.torn) {
-      // Finish the torn line so the next event starts on a line of its own.
-      const int fix = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-      if (fix >= 0) {
-        const char nl = '\n';
-        (void)!::write(fix, &nl, 1);
-        ::close(fix);
+      // Drop the torn line (the writer died in the middle of it): the next event starts on a
+      // line of its own and the log stays readable.
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const std::string text = ss.str();
+      const auto nl = text.rfind('\n');
+      const auto keep = nl == std::string::npos ? 0 : nl + 1;
+      if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
+        return make_error(ErrorKind::kIo, "cannot cut the torn last line of " + path.string() +
+                                              ": " + std::strerror(errno));
       }
     }
   }
@@ -230,7 +240,13 @@ core::Result<EventLogWriter> EventLogWriter::open(const std::filesystem::path& p
   return EventLogWriter(fd, seq, path);
 }
 
-core::Status EventLogWriter::append(const std::string& type, json fields, double time) {
+core::Status EventLogWriter::sync() {
+  if (unsynced_ && fd_ >= 0) ::fdatasync(fd_);
+  unsynced_ = false;
+  return core::ok_status();
+}
+
+core::Status EventLogWriter::append(const std::string& type, json fields, double time, bool sync) {
   if (!fields.is_object()) fields = json::object();
   fields["schema"] = kEventSchema;
   fields["seq"] = seq_;
@@ -247,8 +263,9 @@ core::Status EventLogWriter::append(const std::string& type, json fields, double
     }
     done += static_cast<std::size_t>(n);
   }
-  ::fdatasync(fd_);
   ++seq_;
+  unsynced_ = true;
+  if (sync) return this->sync();
   return core::ok_status();
 }
 

@@ -19,12 +19,12 @@ double backoff(const History& h, const Budget& b) {
 }
 
 // The checks every budget-spending failure goes through before restarting.
-Decision spend(const History& h, const Budget& b, std::string reason) {
+Decision spend(const History& h, const Budget& b, const Context& ctx, std::string reason) {
   if (h.restarts_spent() >= b.max_restarts) {
     return GiveUp{kExitRestartBudget, "restart budget of " + std::to_string(b.max_restarts) +
                                           " used up; last failure: " + reason};
   }
-  if (h.restarts_without_progress() >= b.no_progress_restarts) {
+  if (!ctx.made_progress && h.restarts_without_progress() >= b.no_progress_restarts) {
     return GiveUp{kExitNoProgress,
                   std::to_string(h.restarts_without_progress()) +
                       " restarts in a row without a new checkpoint; last failure: " + reason};
@@ -106,11 +106,20 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
                             "out of memory (" + o.source + (o.phase.empty() ? "" : ", " + o.phase) +
                                 ") with micro batch 1 and nothing left to offload"};
             }
-            Decision d = spend(history, budget, "out of memory (" + o.source + "): " + fix.what);
+            Decision d =
+                spend(history, budget, ctx, "out of memory (" + o.source + "): " + fix.what);
             if (auto* r = std::get_if<Restart>(&d)) r->remediation = fix;
             return d;
           },
-          [&](const auto& f) -> Decision { return spend(history, budget, describe(Failure{f})); },
+          [&](const RankCrash& f) -> Decision {
+            return spend(history, budget, ctx, describe(Failure{f}));
+          },
+          [&](const Hang& f) -> Decision {
+            return spend(history, budget, ctx, describe(Failure{f}));
+          },
+          [&](const CommFailure& f) -> Decision {
+            return spend(history, budget, ctx, describe(Failure{f}));
+          },
       },
       failure);
 }

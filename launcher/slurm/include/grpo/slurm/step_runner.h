@@ -12,50 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "grpo/core/result.h"
 #include "grpo/core/job_step.h"
+#include "grpo/core/result.h"
 #include "grpo/slurm/process_runner.h"
+#include "grpo/slurm/signals.h"
 #include "grpo/slurm/slurm_job.h"
 
 namespace grpo::slurm {
-
-// Where the supervisor learns about signals sent to it.
-class SignalSource {
- public:
-  virtual ~SignalSource() = default;
-  // The next pending signal (each delivery reported once; several of one kind may merge).
-  virtual std::optional<int> take() = 0;
-};
-
-// Handlers for SIGTERM, SIGINT, SIGHUP and SIGUSR2 for the life of the object (the previous
-// dispositions are restored afterwards). The handler only sets a bit (lock-free atomic); it
-// does not use SA_RESTART, so a blocking wait returns early. One instance at a time.
-class ProcessSignals final : public SignalSource {
- public:
-  static core::Result<std::unique_ptr<ProcessSignals>> install();
-  ~ProcessSignals() override;
-  ProcessSignals(const ProcessSignals&) = delete;
-  ProcessSignals& operator=(const ProcessSignals&) = delete;
-  std::optional<int> take() override;
-  static const std::vector<int>& handled();
-
- private:
-  ProcessSignals() = default;
-};
-
-// Scripted signals for tests: take() returns them one by one, each after `delay_polls` calls.
-class FakeSignals final : public SignalSource {
- public:
-  void push(int sig, int delay_polls = 0) { script_.push_back({sig, delay_polls}); }
-  std::optional<int> take() override;
-
- private:
-  struct Item {
-    int sig;
-    int delay;
-  };
-  std::vector<Item> script_;
-};
 
 // The job the supervisor runs in, checked against the run: loads `job_id`, and checks it with
 // core::check_allocation. Errors: those of JobSource::load_job, kInvalidValue (mismatch).

@@ -1,5 +1,6 @@
 // The restart policy: a pure function of (failure, history, budget, context) -> decision,
-// unit-tested over every failure class (tests/unit/restart_policy_test.cpp). docs/supervisor.md.
+// unit-tested over every failure class (tests/unit/supervisor_core_test.cpp). docs/supervisor.md.
+// `history` holds the attempts BEFORE the failed one; `context` describes the failed attempt.
 //
 // Failures spend the restart budget; preemption and membership changes (a lost node that is
 // excluded) do not. A run that restarts K times without a new checkpoint stops with
@@ -63,6 +64,8 @@ struct Context {
   int micro_batch = 1;                // current micro batch per rank
   bool offload = false;               // offload already on
   bool offload_supported = false;     // the trainer can offload
+  bool made_progress = false;         // the failed attempt wrote a newer checkpoint than it
+                                      // started from (ends a run of restarts without progress)
 };
 
 struct Remediation {

@@ -1,0 +1,36 @@
+// What a plan tells the embedded trainer (grpo-trainer, docs/trainer-config.md): the workload's
+// batch settings as `--set key=value` arguments, and which `--set` keys of grpo-launch belong to
+// the trainer rather than to the planner. Pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grpo/core/planner.h"
+
+namespace grpo::core {
+
+// Keys under the trainer's sections (data., actor_rollout_ref., algorithm., trainer., kernels)
+// go to grpo-trainer; the planner's sections (device., network., host., env., slurm., grpo.)
+// and layout keys (tp, micro_batch, ...) never collide with them.
+bool is_trainer_key(std::string_view key);
+
+// "key=value" settings for grpo-trainer from the plan's workload: data.train_batch_size,
+// actor_rollout_ref.rollout.n, actor_rollout_ref.actor.ppo_mini_batch_size,
+// actor_rollout_ref.actor.ppo_epochs, data.max_prompt_length, data.max_response_length,
+// actor_rollout_ref.actor.use_kl_loss. The micro batch is not among them: the supervisor passes
+// it (and halves it after an out-of-memory failure).
+std::vector<std::string> trainer_settings(const Plan& plan);
+
+// grpo-trainer's defaults of the other batch sizes that must divide by the number of ranks.
+inline constexpr std::int64_t kTrainerDefaultSftBatchSize = 64;  // trainer.sft_batch_size
+inline constexpr std::int64_t kTrainerDefaultValSize = 256;      // data.val_size
+
+// The batch sizes the world size must divide when the supervisor shrinks data parallelism:
+// the plan's train and mini batch, and trainer.sft_batch_size / data.val_size as set in
+// `trainer_sets` ("key=value", the last one wins) or by default.
+std::vector<int> batch_divisors(const Plan& plan, const std::vector<std::string>& trainer_sets);
+
+}  // namespace grpo::core

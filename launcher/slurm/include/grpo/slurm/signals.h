@@ -1,0 +1,52 @@
+// Signals sent to the supervisor (TERM, INT, HUP, USR2), behind one narrow interface: the real
+// handlers (ProcessSignals) and scripted ones for tests (FakeSignals). No libslurm: the local
+// supervisor uses them too.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "grpo/core/result.h"
+
+namespace grpo::slurm {
+
+// Where the supervisor learns about signals sent to it.
+class SignalSource {
+ public:
+  virtual ~SignalSource() = default;
+  // The next pending signal (each delivery reported once; several of one kind may merge).
+  virtual std::optional<int> take() = 0;
+};
+
+// Handlers for SIGTERM, SIGINT, SIGHUP and SIGUSR2 for the life of the object (the previous
+// dispositions are restored afterwards). The handler only sets a bit (lock-free atomic); it
+// does not use SA_RESTART, so a blocking wait returns early. One instance at a time.
+class ProcessSignals final : public SignalSource {
+ public:
+  static core::Result<std::unique_ptr<ProcessSignals>> install();
+  ~ProcessSignals() override;
+  ProcessSignals(const ProcessSignals&) = delete;
+  ProcessSignals& operator=(const ProcessSignals&) = delete;
+  std::optional<int> take() override;
+  static const std::vector<int>& handled();
+
+ private:
+  ProcessSignals() = default;
+};
+
+// Scripted signals for tests: take() returns them one by one, each after `delay_polls` calls.
+class FakeSignals final : public SignalSource {
+ public:
+  void push(int sig, int delay_polls = 0) { script_.push_back({sig, delay_polls}); }
+  std::optional<int> take() override;
+
+ private:
+  struct Item {
+    int sig;
+    int delay;
+  };
+  std::vector<Item> script_;
+};
+
+}  // namespace grpo::slurm

@@ -1,0 +1,89 @@
+// A child process whose output the supervisor reads line by line: fork/exec (no shell), its own
+// process group, SIGKILL when the supervisor dies (PR_SET_PDEATHSIG), stdin /dev/null, stdout
+// (and optionally stderr) to non-blocking pipes or stderr appended to a file. Used by the local
+// and srun runners; nothing here knows about ranks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/slurm/process_runner.h"
+
+namespace grpo::supervise {
+
+struct ChildSpec {
+  std::vector<std::string> argv;           // argv[0]: a path or a name looked up in PATH
+  std::map<std::string, std::string> env;  // set on top of this process's environment
+  std::vector<std::string> unset_env;      // removed from it
+  // stderr: appended to this file (created 0600), or a pipe when nullopt.
+  std::optional<std::filesystem::path> stderr_file;
+};
+
+// Splits what a pipe delivers into lines. Lines longer than 1 MiB are cut.
+class LineBuffer {
+ public:
+  // Reads what is available from `fd` (non-blocking) and appends complete lines to `out`.
+  // Returns false at end of file (or on an error other than EAGAIN/EINTR); a last line without
+  // a newline is then delivered too.
+  bool read_from(int fd, std::vector<std::string>& out);
+
+ private:
+  std::string partial_;
+};
+
+class Child {
+ public:
+  // Starts it. Errors: kNotFound (no such program), kIo (pipes, fork, the stderr file, exec
+  // failure other than ENOENT), kInvalidValue (empty argv, NUL).
+  static core::Result<std::unique_ptr<Child>> spawn(const ChildSpec& spec);
+  ~Child();  // SIGKILLs the group of a child still running and reaps it
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int out_fd() const { return out_; }  // -1 once closed
+  int err_fd() const { return err_; }  // -1 when not piped or closed
+  void close_out();
+  void close_err();
+  // Reaps it without waiting; the status once it has ended (then always the same).
+  std::optional<slurm::ExitStatus> try_reap();
+  bool reaped() const { return status_.has_value(); }
+  // To its whole process group (the child leads it). A no-op once reaped.
+  void signal_group(int sig);
+  void signal_self(int sig);
+
+ private:
+  Child() = default;
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::optional<slurm::ExitStatus> status_;
+};
+
+// Creates an attempt's log directory and makes it and its parent (<run_dir>/logs) 0700.
+// Errors: kIo.
+core::Status make_log_dir(const std::filesystem::path& dir);
+
+// A free TCP port on 127.0.0.1 (bound to port 0, read back, released): the rendezvous port of a
+// local attempt. Errors: kIo.
+core::Result<int> free_local_port();
+
+// Evidence that the kernel's OOM killer killed `pid`: its memory cgroup's oom_kill counter grew
+// since `snapshot` (cgroup v2 memory.events, v1 memory.oom_control), or the kernel log
+// (/dev/kmsg) names it. Without cgroups and without a readable kernel log (containers, gVisor)
+// there is no evidence and a kernel OOM kill looks like any SIGKILL.
+struct OomSnapshot {
+  std::optional<std::filesystem::path> counter_file;
+  long long oom_kills = 0;
+};
+OomSnapshot oom_snapshot(pid_t pid);
+bool oom_killed(pid_t pid, const OomSnapshot& snapshot);
+
+}  // namespace grpo::supervise

@@ -1,0 +1,161 @@
+// The supervisor: runs a run's attempts until training is done, the job must yield, or the
+// policy gives up (docs/supervisor.md). One loop shared by `grpo-launch run` (LocalRunner, no
+// Slurm) and `grpo-launch supervise` (SrunRunner inside the allocation); unit tests drive it
+// with the SimulatedRunner, a FakeClock, FakeSignals and a FakeJobControl.
+//
+// Principle: apply the event, act, record. Every state change and action is an event appended
+// to <run_dir>/events.jsonl (docs/events.md) and folded into the in-memory RunSummary with the
+// same apply_event() that replay() uses, so a supervisor that is itself restarted (the job was
+// requeued) continues from the log: attempt numbers, the restart budget spent, the micro batch
+// after OOM remediation.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/slurm/signals.h"
+#include "grpo/supervise/attempt_runner.h"
+#include "grpo/supervise/clock.h"
+#include "grpo/supervise/event_log.h"
+#include "grpo/supervise/job_control.h"
+#include "grpo/supervise/monitor.h"
+#include "grpo/supervise/restart_policy.h"
+
+namespace grpo::supervise {
+
+// Counts of notable trainer events that trigger a `warning` event when reached (and again at
+// every doubling).
+struct WarningThresholds {
+  int oom = 1;
+  int expert_imbalance = 5;
+  int straggler = 1;
+};
+
+// The supervisor's settings that travel with a run (<run_dir>/supervisor.json, written by
+// submit / run, read by supervise). Schema "grpo-launch/supervisor/v1", docs/supervisor.md.
+struct SupervisorConfig {
+  TrainerContract contract = TrainerContract::kEmbedded;
+  Budget budget;
+  HangOptions hang;
+  StragglerOptions straggler;
+  WarningThresholds warnings;
+  std::int64_t total_steps = 0;     // for progress and ETA (0: unknown)
+  std::optional<int> micro_batch;   // the plan's micro batch; passed to the embedded trainer
+  bool offload_supported = false;   // the embedded trainer cannot offload
+  int min_nodes = 0;                // fewest nodes the plan runs on (0: all of them)
+  std::vector<int> divisible_by;    // batch sizes the world size must divide when DP shrinks
+  double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
+  double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
+  double end_margin_s = 0;          // yield this long before the job's end time (0: derived)
+};
+
+nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
+// Errors: kParse / kWrongType / kInvalidValue naming `file`.
+core::Result<SupervisorConfig> supervisor_config_from_json(const nlohmann::json& j,
+                                                           const std::string& file);
+
+// The embedded trainer's setting for the micro batch (OOM remediation changes it with --set).
+inline constexpr const char* kMicroBatchKey =
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu";
+
+struct SupervisorOptions {
+  std::filesystem::path run_dir;
+  std::string profile;
+  std::string model;
+  std::vector<std::string> trainer_argv;   // every rank's command (no shell)
+  std::map<std::string, std::string> env;  // for every rank (the plan's environment, GRPO_RUN_*)
+  int nodes = 1;                           // of the plan
+  int ranks_per_node = 1;
+  SupervisorConfig config;
+  double poll_s = 0.1;            // longest wait for rank output between checks
+  double metrics_interval_s = 5;  // metrics.prom rewrite period
+  double end_time_check_s = 60;   // how often the job's end time is asked again
+};
+
+// Where the supervisor's progress goes besides the event log: the live progress line and
+// metrics.prom (progress.h); a no-op in tests.
+class StatusSink {
+ public:
+  virtual ~StatusSink() = default;
+  // The summary after new events, or a periodic tick (`wall` = now).
+  virtual void update(const RunSummary& summary, double wall) = 0;
+  // The run is over (for this supervisor): final line, final metrics.
+  virtual void finish(const RunSummary& summary, double wall) = 0;
+};
+
+class NullStatusSink final : public StatusSink {
+ public:
+  void update(const RunSummary&, double) override {}
+  void finish(const RunSummary&, double) override {}
+};
+
+struct SupervisorDeps {
+  AttemptRunner& runner;
+  Clock& clock;
+  slurm::SignalSource& signals;
+  JobControl& job;
+  StatusSink& status;
+  // The newest checkpoint step on disk (external trainers' progress; the attempt's resume step).
+  // Default: <run_dir>/checkpoints/step_*/manifest.json (newest_checkpoint_on_disk).
+  std::function<std::int64_t()> newest_checkpoint;
+};
+
+// The newest <run_dir>/checkpoints/step_XXXXXXXX that has a manifest.json (docs/
+// checkpoint-format.md), -1 when none. Full verification is the trainer's job.
+std::int64_t newest_checkpoint_on_disk(const std::filesystem::path& run_dir);
+
+class Supervisor {
+ public:
+  // Opens (or creates) <run_dir>/events.jsonl and replays it. Errors: those of
+  // EventLogWriter::open and replay (a corrupt log is not silently ignored).
+  static core::Result<std::unique_ptr<Supervisor>> open(SupervisorOptions options,
+                                                        SupervisorDeps deps);
+  // Runs to the end; returns the exit code (restart_policy.h SupervisorExit). Errors only when
+  // the event log cannot be written (kIo) or the state machine is violated (kInternal).
+  core::Result<int> run();
+
+  const RunSummary& summary() const { return summary_; }
+
+ private:
+  Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogWriter writer,
+             RunSummary summary);
+  struct Attempt;
+  enum class Ending;
+
+  core::Status record(const std::string& type, nlohmann::json fields);
+  core::Status transition(Trigger trigger, const std::string& reason);
+  core::Result<Ending> watch(Attempt& a);
+  core::Status handle_output(Attempt& a, const RankOutput& out);
+  core::Status stop_attempt(Attempt& a, bool graceful);
+  core::Status warn(const std::string& kind, const std::string& message);
+  core::Status count_warnings();
+  core::Result<std::optional<Failure>> check_end_time(double now);
+  void tick(bool force);
+  AttemptSpec make_spec(int attempt, int nodes, std::int64_t resume_step) const;
+  int usable_nodes(int available) const;
+  Context policy_context(const Attempt& a) const;
+
+  SupervisorOptions o_;
+  SupervisorDeps d_;
+  EventLogWriter writer_;
+  RunSummary summary_;
+  RunTimings timings_;
+  int micro_batch_ = 0;
+  bool offload_ = false;
+  std::vector<std::string> excluded_;
+  std::map<std::string, int> warned_at_;
+  double last_tick_ = -1e9;
+  double last_metrics_ = -1e9;
+  double next_end_check_ = 0;
+  std::optional<double> end_time_;
+  int open_attempt_ = 0;  // an attempt the log shows started but not ended
+};
+
+}  // namespace grpo::supervise

@@ -1,0 +1,329 @@
+#include "grpo/supervise/child_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace grpo::supervise {
+
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::make_error;
+
+namespace {
+
+constexpr std::size_t kMaxLine = 1u << 20;
+
+std::string errno_text(const char* what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+bool LineBuffer::read_from(int fd, std::vector<std::string>& out) {
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      std::size_t start = 0;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+        if (buf[i] != '\n') continue;
+        partial_.append(buf + start, i - start);
+        out.push_back(std::move(partial_));
+        partial_.clear();
+        start = i + 1;
+      }
+      partial_.append(buf + start, static_cast<std::size_t>(n) - start);
+      if (partial_.size() > kMaxLine) {
+        out.push_back(std::move(partial_));
+        partial_.clear();
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    // EOF or a real error
+    if (!partial_.empty()) {
+      out.push_back(std::move(partial_));
+      partial_.clear();
+    }
+    return false;
+  }
+}
+
+core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
+  if (spec.argv.empty() || spec.argv.front().empty()) {
+    return make_error(ErrorKind::kInvalidValue, "empty command");
+  }
+  for (const auto& w : spec.argv) {
+    if (w.find('\0') != std::string::npos) {
+      return make_error(ErrorKind::kInvalidValue, spec.argv.front() + ": argument contains NUL");
+    }
+  }
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  for (const auto& n : spec.unset_env) env.erase(n);
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  const auto path_it = env.find("PATH");
+  const auto exe = slurm::find_executable(spec.argv.front(),
+                                          path_it == env.end() ? "/usr/bin:/bin" : path_it->second);
+  if (!exe) {
+    return make_error(ErrorKind::kNotFound,
+                      spec.argv.front() + (spec.argv.front().find('/') != std::string::npos
+                                               ? ": no such executable file"
+                                               : ": not found on PATH"));
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv;
+  for (const auto& w : spec.argv) argv.push_back(const_cast<char*>(w.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, status_pipe[2] = {-1, -1};
+  int err_file = -1;
+  const auto cleanup = [&] {
+    for (int* fd :
+         {&out[0], &out[1], &err[0], &err[1], &status_pipe[0], &status_pipe[1], &err_file}) {
+      close_fd(*fd);
+    }
+  };
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    cleanup();
+    return make_error(ErrorKind::kIo, errno_text("pipe"));
+  }
+  if (spec.stderr_file) {
+    err_file = ::open(spec.stderr_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (err_file < 0) {
+      const std::string msg = errno_text(("cannot open " + spec.stderr_file->string()).c_str());
+      cleanup();
+      return make_error(ErrorKind::kIo, msg);
+    }
+  } else if (::pipe2(err, O_CLOEXEC) != 0) {
+    cleanup();
+    return make_error(ErrorKind::kIo, errno_text("pipe"));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    cleanup();
+    return make_error(ErrorKind::kIo, errno_text("fork"));
+  }
+  if (pid == 0) {
+    // The child: only async-signal-safe calls from here to exec.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the supervisor is already gone
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(out[1], 1);
+    ::dup2(spec.stderr_file ? err_file : err[1], 2);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s = 1; s < NSIG; ++s) {
+      if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);
+    }
+    ::execve(exe->c_str(), argv.data(), envp.data());
+    const int e = errno;
+    (void)!::write(status_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  // The parent.
+  ::setpgid(pid, pid);  // also here: no race with signal_group() right after spawn
+  close_fd(out[1]);
+  close_fd(err[1]);
+  close_fd(err_file);
+  close_fd(status_pipe[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(status_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close_fd(status_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    cleanup();
+    return make_error(child_errno == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
+                      "cannot run " + *exe + ": " + std::strerror(child_errno));
+  }
+  auto child = std::unique_ptr<Child>(new Child());
+  child->pid_ = pid;
+  child->out_ = out[0];
+  child->err_ = err[0];
+  ::fcntl(child->out_, F_SETFL, ::fcntl(child->out_, F_GETFL) | O_NONBLOCK);
+  if (child->err_ >= 0) ::fcntl(child->err_, F_SETFL, ::fcntl(child->err_, F_GETFL) | O_NONBLOCK);
+  return child;
+}
+
+Child::~Child() {
+  if (!status_ && pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  close_fd(out_);
+  close_fd(err_);
+}
+
+void Child::close_out() {
+  close_fd(out_);
+}
+void Child::close_err() {
+  close_fd(err_);
+}
+
+std::optional<slurm::ExitStatus> Child::try_reap() {
+  if (status_) return status_;
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &st, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) {
+    if (WIFSIGNALED(st)) {
+      status_ = slurm::Signaled{WTERMSIG(st)};
+    } else {
+      status_ = slurm::Exited{WEXITSTATUS(st)};
+    }
+  }
+  return status_;
+}
+
+void Child::signal_group(int sig) {
+  if (status_) {
+    // The leader is gone; members of its group may live on (an external trainer's children).
+    ::kill(-pid_, sig);
+    return;
+  }
+  if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);
+}
+
+void Child::signal_self(int sig) {
+  if (!status_) ::kill(pid_, sig);
+}
+
+core::Status make_log_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error(ErrorKind::kIo, "cannot create " + dir.string() + ": " + ec.message());
+  ::chmod(dir.parent_path().c_str(), 0700);
+  ::chmod(dir.c_str(), 0700);
+  return core::ok_status();
+}
+
+core::Result<int> free_local_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(ErrorKind::kIo, errno_text("socket"));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string msg = errno_text("bind 127.0.0.1:0");
+    ::close(fd);
+    return make_error(ErrorKind::kIo, msg);
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+namespace {
+
+std::optional<fs::path> memory_counter_file(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  std::optional<fs::path> v1, v2;
+  while (std::getline(in, line)) {
+    // "0::/path" (v2) or "4:memory:/path" (v1)
+    const auto a = line.find(':');
+    const auto b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const std::string path = line.substr(b + 1);
+    if (controllers.empty()) {
+      v2 = fs::path("/sys/fs/cgroup" + path) / "memory.events";
+    } else if (controllers.find("memory") != std::string::npos) {
+      v1 = fs::path("/sys/fs/cgroup/memory" + path) / "memory.oom_control";
+    }
+  }
+  std::error_code ec;
+  if (v2 && fs::exists(*v2, ec)) return v2;
+  if (v1 && fs::exists(*v1, ec)) return v1;
+  return std::nullopt;
+}
+
+long long read_oom_kills(const fs::path& file) {
+  std::ifstream in(file);
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return 0;
+}
+
+}  // namespace
+
+OomSnapshot oom_snapshot(pid_t pid) {
+  OomSnapshot s;
+  s.counter_file = memory_counter_file(pid);
+  if (s.counter_file) s.oom_kills = read_oom_kills(*s.counter_file);
+  return s;
+}
+
+bool oom_killed(pid_t pid, const OomSnapshot& snapshot) {
+  // The kernel log names the victim: "Out of memory: Killed process 1234 (grpo-trainer) ...",
+  // "oom-kill:...,task=grpo-trainer,pid=1234,...".
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    const std::string killed = "Killed process " + std::to_string(pid) + " ";
+    const std::string task = ",pid=" + std::to_string(pid) + ",";
+    char buf[8192];
+    bool found = false;
+    for (int i = 0; i < 100000 && !found; ++i) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EPIPE) continue;  // records overwritten while reading
+      if (n <= 0) break;
+      const std::string_view rec(buf, static_cast<std::size_t>(n));
+      found =
+          rec.find(killed) != std::string_view::npos || rec.find(task) != std::string_view::npos;
+    }
+    ::close(fd);
+    if (found) return true;
+  }
+  if (snapshot.counter_file) return read_oom_kills(*snapshot.counter_file) > snapshot.oom_kills;
+  return false;
+}
+
+}  // namespace grpo::supervise

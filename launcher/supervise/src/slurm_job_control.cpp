@@ -1,0 +1,65 @@
+#include "grpo/supervise/slurm_job_control.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+namespace grpo::supervise {
+
+using core::ErrorKind;
+using core::make_error;
+
+std::vector<std::string> parse_unhealthy_nodes(const std::string& out) {
+  std::vector<std::string> bad;
+  std::istringstream in(out);
+  std::string node, state;
+  while (in >> node >> state) {
+    std::string up = state;
+    std::transform(up.begin(), up.end(), up.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    const bool unhealthy =
+        up.find("DOWN") != std::string::npos || up.find("FAIL") != std::string::npos ||
+        up.find("NO_RESPOND") != std::string::npos || (!up.empty() && up.back() == '*');
+    if (unhealthy && std::find(bad.begin(), bad.end(), node) == bad.end()) bad.push_back(node);
+  }
+  return bad;
+}
+
+core::Result<std::optional<double>> SlurmJobControl::end_time() {
+  GRPO_TRY(const slurm::JobInfo job, jobs_.load_job(o_.job_id));
+  if (!job.time_limit_minutes || job.end_time <= 0) return std::optional<double>{};
+  return std::optional<double>{static_cast<double>(job.end_time)};
+}
+
+core::Result<std::vector<std::string>> SlurmJobControl::unhealthy_nodes(
+    const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return std::vector<std::string>{};
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  slurm::CommandSpec cmd;
+  cmd.argv = {o_.sinfo, "-h", "-N", "-n", list, "-o", "%N %T"};
+  cmd.timeout = std::chrono::seconds(15);
+  GRPO_TRY(const slurm::Completion done, runner_.run(cmd));
+  if (done.timed_out || slurm::shell_code(done.status) != 0) {
+    return make_error(ErrorKind::kUnavailable,
+                      "sinfo failed (" + slurm::describe(done.status) + "): " + done.err);
+  }
+  return parse_unhealthy_nodes(done.out);
+}
+
+core::Status SlurmJobControl::requeue() {
+  slurm::CommandSpec cmd;
+  cmd.argv = {o_.scontrol, "requeue", std::to_string(o_.job_id)};
+  cmd.timeout = std::chrono::seconds(30);
+  GRPO_TRY(const slurm::Completion done, runner_.run(cmd));
+  if (done.timed_out || slurm::shell_code(done.status) != 0) {
+    std::string err = done.err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return make_error(done.timed_out ? ErrorKind::kUnavailable : ErrorKind::kRejected,
+                      "scontrol requeue " + std::to_string(o_.job_id) + ": " +
+                          (err.empty() ? slurm::describe(done.status) : err));
+  }
+  return core::ok_status();
+}
+
+}  // namespace grpo::supervise

@@ -1,0 +1,608 @@
+// The supervisor loop against the simulated runner, a fake clock, scripted signals and a fake
+// job control: every detection path and every decision, asserted on the event log it writes.
+// No processes, no sleeps.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "grpo/slurm/signals.h"
+#include "grpo/supervise/event_log.h"
+#include "grpo/supervise/simulated_runner.h"
+#include "grpo/supervise/supervisor.h"
+
+namespace grpo::supervise {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("grpo-sup-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+struct Harness {
+  FakeClock clock;
+  SimulatedRunner runner{clock};
+  slurm::FakeSignals signals;
+  FakeJobControl job;
+  NullStatusSink status;
+  fs::path dir;
+  SupervisorOptions opts;
+  std::unique_ptr<Supervisor> sup;
+
+  explicit Harness(const std::string& name) : dir(temp_dir(name)) {
+    job.slurm = false;
+    opts.run_dir = dir;
+    opts.profile = "local-cpu";
+    opts.model = "tiny-moe";
+    opts.trainer_argv = {"grpo-trainer", "--model", "tiny-moe"};
+    opts.nodes = 1;
+    opts.ranks_per_node = 2;
+    opts.config.total_steps = 10;
+    opts.config.micro_batch = 16;
+    opts.config.budget.max_restarts = 3;
+    opts.config.budget.backoff_base_s = 1;
+    opts.config.budget.backoff_max_s = 8;
+    opts.config.hang.timeout_s = 5;
+    opts.config.stop_grace_s = 2;
+    opts.config.divisible_by = {16, 8};
+    opts.config.min_nodes = 1;
+  }
+  ~Harness() { fs::remove_all(dir); }
+
+  int run() {
+    Supervisor* self = nullptr;
+    SupervisorDeps deps{runner, clock, signals, job, status, [&self] {
+                          return self != nullptr ? self->summary().latest_checkpoint_step
+                                                 : std::int64_t{-1};
+                        }};
+    auto opened = Supervisor::open(opts, deps);
+    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
+    if (!opened.ok()) return -1;
+    sup = std::move(opened).value();
+    self = sup.get();
+    // Checkpoints written before this supervisor (a restarted one) count too.
+    auto code = sup->run();
+    EXPECT_TRUE(code.ok()) << (code.ok() ? "" : code.error().str());
+    return code.ok() ? code.value() : -1;
+  }
+
+  std::vector<json> events() const {
+    auto log = read_event_log(dir / "events.jsonl");
+    EXPECT_TRUE(log.ok());
+    return log.ok() ? log->events : std::vector<json>{};
+  }
+  std::vector<json> of(const std::string& type) const {
+    std::vector<json> out;
+    for (auto& e : events()) {
+      if (e["type"] == type) out.push_back(e);
+    }
+    return out;
+  }
+  // The supervisor's own event types in order (trainer events left out).
+  std::vector<std::string> own_types() const {
+    std::vector<std::string> out;
+    for (auto& e : events()) {
+      if (e.value("source", "") != "trainer") out.push_back(e["type"]);
+    }
+    return out;
+  }
+  std::vector<std::string> states() const {
+    std::vector<std::string> out;
+    for (auto& e : of("state")) out.push_back(e["to"]);
+    return out;
+  }
+};
+
+TEST(SupervisorLoop, HealthyRunForwardsTelemetryAndSucceeds) {
+  Harness h("healthy");
+  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  EXPECT_EQ(h.own_types(), (std::vector<std::string>{"run_started", "attempt_started", "state",
+                                                     "attempt_ended", "state", "run_finished"}));
+  EXPECT_EQ(h.states(), (std::vector<std::string>{"healthy", "succeeded"}));
+  // Every rank's step events, with source, attempt and rank; no heartbeats.
+  const auto steps = h.of("step");
+  ASSERT_EQ(steps.size(), 20u);
+  for (const auto& s : steps) {
+    EXPECT_EQ(s["source"], "trainer");
+    EXPECT_EQ(s["attempt"], 1);
+    EXPECT_TRUE(s.contains("rank"));
+  }
+  EXPECT_TRUE(h.of("heartbeat").empty());
+  EXPECT_EQ(h.of("checkpoint_saved").size(), 2u);
+  EXPECT_EQ(h.of("done").size(), 2u);
+  const auto started = h.of("run_started").front();
+  EXPECT_EQ(started["world_size"], 2);
+  EXPECT_TRUE(started["slurm_job_id"].is_null());
+  EXPECT_EQ(started["total_steps"], 10);
+  const auto attempt = h.of("attempt_started").front();
+  EXPECT_EQ(attempt["micro_batch"], 16);
+  EXPECT_EQ(attempt["resume_step"], -1);
+  EXPECT_EQ(h.of("run_finished").front()["exit_code"], 0);
+  // The micro batch goes to the embedded trainer.
+  const auto& argv = h.runner.started().front().argv;
+  EXPECT_EQ(argv.back(), std::string(kMicroBatchKey) + "=16");
+  // Replaying the log gives what the supervisor saw.
+  auto replayed = replay(h.events());
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_EQ(replayed->state, RunState::kSucceeded);
+  EXPECT_EQ(replayed->last_step, 10);
+  EXPECT_EQ(replayed->latest_checkpoint_step, 10);
+  EXPECT_EQ(replayed->state, h.sup->summary().state);
+}
+
+TEST(SupervisorLoop, KillOfOneRankRestartsFromTheCheckpointWithTheCrashAsRootCause) {
+  Harness h("crash");
+  SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(first, 1, 7, Signaled{SIGKILL});
+  h.runner.push(first);
+  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto failure = h.of("failure");
+  ASSERT_EQ(failure.size(), 1u);
+  EXPECT_EQ(failure[0]["class"], "crash");  // not the peer's COMM_ERROR
+  EXPECT_EQ(failure[0]["rank"], 1);
+  EXPECT_EQ(failure[0]["signal"], SIGKILL);
+  const auto decision = h.of("decision");
+  ASSERT_EQ(decision.size(), 1u);
+  EXPECT_EQ(decision[0]["kind"], "restart");
+  EXPECT_EQ(decision[0]["spends_budget"], true);
+  EXPECT_DOUBLE_EQ(decision[0]["delay_s"].get<double>(), 1.0);
+  const auto attempts = h.of("attempt_started");
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[1]["resume_step"], 5);
+  EXPECT_EQ(h.states(), (std::vector<std::string>{"healthy", "stopping", "restarting", "launching",
+                                                  "healthy", "succeeded"}));
+  // The survivor's COMM_ERROR was forwarded all the same.
+  EXPECT_EQ(h.of("COMM_ERROR").size(), 1u);
+  auto s = replay(h.events());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->restarts, 1);
+  EXPECT_EQ(s->failures.at("crash"), 1);
+  EXPECT_GT(s->lost_s, 0);
+}
+
+TEST(SupervisorLoop, HangIsDetectedWithinTheTimeoutAndKilledAtOnce) {
+  Harness h("hang");
+  SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(first, 1, 7, std::nullopt);  // everyone falls silent at step 7
+  h.runner.push(first);
+  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto failure = h.of("failure");
+  ASSERT_EQ(failure.size(), 1u);
+  EXPECT_EQ(failure[0]["class"], "hang");
+  EXPECT_DOUBLE_EQ(failure[0]["timeout_s"].get<double>(), 5.0);
+  EXPECT_GE(failure[0]["silent_s"].get<double>(), 5.0);
+  EXPECT_LE(failure[0]["silent_s"].get<double>(), 5.0 + 2 * h.opts.poll_s);
+  // A hung rank cannot act on SIGTERM: SIGKILL straight away.
+  ASSERT_FALSE(h.runner.signals().empty());
+  EXPECT_EQ(h.runner.signals().front(), std::make_pair(1, SIGKILL));
+}
+
+TEST(SupervisorLoop, OomHalvesTheMicroBatchThenGivesUpAtOne) {
+  Harness h("oom");
+  h.opts.config.micro_batch = 2;
+  const auto oom_attempt = [](std::int64_t from) {
+    SimAttempt a = sim_trainer(2, from, 10, 1.0, 5);
+    sim_fault(a, 0, from + 2, Exited{5});
+    sim_emit(a, 0.5 + 1.0 * 1 + 0.005, 0,
+             {{"type", "OOM_ERROR"},
+              {"rank", 0},
+              {"phase", "update"},
+              {"requested_bytes", 1 << 30},
+              {"step", from + 2}});
+    return a;
+  };
+  h.runner.push(oom_attempt(0));
+  h.runner.push(oom_attempt(0));
+  EXPECT_EQ(h.run(), kExitOomUnremediable);
+  const auto rem = h.of("remediation");
+  ASSERT_EQ(rem.size(), 1u);
+  EXPECT_EQ(rem[0]["micro_batch"], 1);
+  EXPECT_EQ(rem[0]["previous_micro_batch"], 2);
+  EXPECT_EQ(h.runner.started()[1].argv.back(), std::string(kMicroBatchKey) + "=1");
+  const auto failures = h.of("failure");
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0]["class"], "oom");
+  EXPECT_EQ(failures[0]["source"], "trainer");
+  EXPECT_EQ(failures[0]["phase"], "update");
+  EXPECT_EQ(h.of("decision").back()["kind"], "give_up");
+  EXPECT_EQ(h.of("run_finished").back()["exit_code"], kExitOomUnremediable);
+  // The OOM count crossed the warning threshold (1).
+  bool warned = false;
+  for (const auto& w : h.of("warning")) warned |= w["kind"] == "oom";
+  EXPECT_TRUE(warned);
+}
+
+TEST(SupervisorLoop, KernelOomKillIsAnOomWhenTheRunnerHasEvidence) {
+  Harness h("kernel-oom");
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(a, 1, 3, std::nullopt);
+  a.actions.push_back(SimAction{0.5 + 2.0 + 0.01, 1, SimExit{Signaled{SIGKILL}, true}});
+  h.runner.push(a);
+  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "oom");
+  EXPECT_EQ(f[0]["source"], "kernel");
+  EXPECT_EQ(h.of("remediation").front()["micro_batch"], 8);
+}
+
+TEST(SupervisorLoop, RestartBudgetExhaustedIsACleanFailure) {
+  Harness h("budget");
+  h.opts.config.budget.max_restarts = 2;
+  h.opts.config.budget.no_progress_restarts = 10;
+  for (int i = 0; i < 3; ++i) {
+    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+    sim_fault(a, 1, 7, Exited{6});
+    h.runner.push(a);
+  }
+  EXPECT_EQ(h.run(), kExitRestartBudget);
+  const auto decisions = h.of("decision");
+  ASSERT_EQ(decisions.size(), 3u);
+  EXPECT_DOUBLE_EQ(decisions[0]["delay_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(decisions[1]["delay_s"].get<double>(), 2.0);  // exponential backoff
+  EXPECT_EQ(decisions[2]["kind"], "give_up");
+  EXPECT_EQ(decisions[2]["exit_code"], kExitRestartBudget);
+  EXPECT_EQ(h.states().back(), "failed");
+  const auto fin = h.of("run_finished");
+  ASSERT_EQ(fin.size(), 1u);
+  EXPECT_EQ(fin[0]["state"], "failed");
+  EXPECT_EQ(fin[0]["exit_code"], kExitRestartBudget);
+}
+
+TEST(SupervisorLoop, RestartsWithoutANewCheckpointStopWithNoProgress) {
+  Harness h("noprogress");
+  h.opts.config.budget.max_restarts = 10;
+  h.opts.config.budget.no_progress_restarts = 2;
+  for (int i = 0; i < 3; ++i) {
+    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+    sim_fault(a, 0, 3, Exited{6});  // before the first checkpoint, every time
+    h.runner.push(a);
+  }
+  EXPECT_EQ(h.run(), kExitNoProgress);
+}
+
+TEST(SupervisorLoop, ConfigurationErrorIsNotRetried) {
+  Harness h("fatal");
+  SimAttempt a;
+  sim_emit(a, 0.2, 0, {{"type", "error"}, {"code", "CONFIG_ERROR"}, {"message", "bad key"}});
+  a.actions.push_back(SimAction{0.21, 0, SimExit{Exited{2}}});
+  a.actions.push_back(SimAction{0.21, 1, SimExit{Exited{2}}});
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitFatal);
+  EXPECT_EQ(h.of("failure").front()["class"], "fatal");
+  EXPECT_EQ(h.runner.started().size(), 1u);
+}
+
+TEST(SupervisorLoop, TrainerThatCannotStartIsFatal) {
+  Harness h("nostart");
+  SimAttempt a;
+  a.start_error = core::make_error(core::ErrorKind::kNotFound, "grpo-trainer: not found on PATH");
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitFatal);
+  EXPECT_NE(h.of("failure").front()["description"].get<std::string>().find("not found"),
+            std::string::npos);
+}
+
+TEST(SupervisorLoop, Usr2UnderSlurmCheckpointsThenRequeuesAndTheNextSupervisorContinues) {
+  Harness h("usr2");
+  h.job.slurm = true;
+  h.job.nodes = {"n1"};
+  h.job.restarts = 0;
+  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.signals.push(SIGUSR2, 40);  // a few steps in
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_EQ(h.job.requeues, 1);
+  // USR2 went to the ranks, then (checkpoint written) they were stopped.
+  ASSERT_GE(h.runner.signals().size(), 2u);
+  EXPECT_EQ(h.runner.signals()[0].second, SIGUSR2);
+  EXPECT_EQ(h.runner.signals()[1].second, SIGKILL);
+  const auto saved = h.of("checkpoint_saved");
+  ASSERT_FALSE(saved.empty());
+  EXPECT_EQ(saved.back()["reason"], "request");
+  const std::int64_t at = saved.back()["step"];
+  EXPECT_GE(at, 1);
+  EXPECT_LT(at, 10);
+  EXPECT_EQ(h.of("failure").front()["class"], "preemption");
+  EXPECT_EQ(h.of("decision").front()["kind"], "requeue");
+  EXPECT_EQ(h.of("decision").front()["spends_budget"], false);
+  EXPECT_EQ(h.of("run_finished").front()["state"], "requeued");
+  EXPECT_EQ(h.states().back(), "requeued");
+
+  // The job comes back: a new supervisor on the same run directory.
+  h.job.restarts = 1;
+  h.sup.reset();
+  h.runner.push(sim_trainer(2, at, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto starts = h.of("run_started");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1]["restart_count"], 1);
+  EXPECT_EQ(starts[1]["slurm_job_id"], "4242");
+  const auto attempts = h.of("attempt_started");
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[1]["attempt"], 2);
+  EXPECT_EQ(attempts[1]["resume_step"], at);
+  auto s = replay(h.events());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->supervisor_starts, 2);
+  EXPECT_EQ(s->requeues, 1);
+  EXPECT_EQ(s->restarts, 0);
+  EXPECT_EQ(s->state, RunState::kSucceeded);
+}
+
+TEST(SupervisorLoop, CtrlCLocallyCheckpointsAndExits130) {
+  Harness h("sigint");
+  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.signals.push(SIGINT, 30);
+  EXPECT_EQ(h.run(), kExitInterrupted);
+  EXPECT_EQ(h.of("checkpoint_saved").back()["reason"], "request");
+  EXPECT_EQ(h.of("decision").front()["kind"], "give_up");
+  EXPECT_EQ(h.job.requeues, 0);
+}
+
+TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
+  Harness h("nodeloss");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.config.budget.max_restarts = 0;  // a membership change spends nothing
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(a, 1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      0.5 + 6.0 + 0.5, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 1, SimExit{Signaled{SIGKILL}}});
+  h.runner.push(a);
+  h.runner.push(sim_trainer(1, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "node_loss");
+  EXPECT_EQ(f[0]["node"], "n2");
+  const auto d = h.of("decision").front();
+  EXPECT_EQ(d["kind"], "restart");
+  EXPECT_EQ(d["spends_budget"], false);
+  EXPECT_EQ(d["exclude"], json::array({"n2"}));
+  ASSERT_EQ(h.runner.started().size(), 2u);
+  EXPECT_EQ(h.runner.started()[1].nodes, 1);
+  EXPECT_EQ(h.runner.started()[1].exclude, std::vector<std::string>{"n2"});
+  const auto second = h.of("attempt_started")[1];
+  EXPECT_EQ(second["world_size"], 1);
+  EXPECT_EQ(second["hosts"], json::array({"n1"}));
+}
+
+TEST(SupervisorLoop, PeersReportingCommErrorsOnADownNodeIsANodeLoss) {
+  Harness h("nodedown");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2"};
+  h.job.down = {"n2"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(a, 1, 7, Exited{4});
+  h.runner.push(a);
+  h.runner.push(sim_trainer(1, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  EXPECT_EQ(h.of("failure").front()["class"], "node_loss");
+}
+
+TEST(SupervisorLoop, NodeLossBelowTheMinimumRequeues) {
+  Harness h("nodemin");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.config.min_nodes = 2;
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(a, 1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_EQ(h.job.requeues, 1);
+}
+
+TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
+  Harness h("endtime");
+  h.job.slurm = true;
+  h.job.nodes = {"n1"};
+  h.job.end = h.clock.wall() + 70;  // margin: max(60 s, ...) -> yield after ~10 s
+  h.runner.push(sim_trainer(2, 0, 30, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitRequeue);
+  const auto f = h.of("failure").front();
+  EXPECT_EQ(f["class"], "preemption");
+  EXPECT_EQ(f["reason"], "end time");
+  EXPECT_EQ(h.of("checkpoint_saved").back()["reason"], "request");
+}
+
+TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
+  Harness h("straggler");
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  for (auto& act : a.actions) {
+    if (act.rank != 1) continue;
+    if (auto* e = std::get_if<SimEmit>(&act.what); e && e->event["type"] == "step") {
+      e->event["step_s"] = 1.6;  // rank 1 computes 60 % longer ...
+      e->event["comm_s"] = 0.0;
+    }
+  }
+  for (auto& act : a.actions) {
+    if (act.rank != 0) continue;
+    if (auto* e = std::get_if<SimEmit>(&act.what); e && e->event["type"] == "step") {
+      e->event["step_s"] = 1.6;  // ... while rank 0 waits for it in the all-reduce
+      e->event["comm_s"] = 0.6;
+    }
+  }
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto s = h.of("straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["rank"], 1);
+  EXPECT_EQ(s[0]["step"], 3);
+  EXPECT_NEAR(s[0]["compute_s"].get<double>(), 1.6, 1e-9);
+  EXPECT_NEAR(s[0]["median_s"].get<double>(), 1.0, 1e-9);
+  bool warned = false;
+  for (const auto& w : h.of("warning")) warned |= w["kind"] == "straggler";
+  EXPECT_TRUE(warned);
+}
+
+TEST(SupervisorLoop, ExpertImbalanceWarnsAtTheThreshold) {
+  Harness h("imbalance");
+  h.opts.config.warnings.expert_imbalance = 2;
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  for (int i = 0; i < 4; ++i) {
+    sim_emit(a, 1.2 + i, 0, {{"type", "EXPERT_IMBALANCE"}, {"layer", 0}, {"imbalance", 4.2}});
+  }
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  std::vector<int> counts;
+  for (const auto& w : h.of("warning")) {
+    if (w["kind"] == "expert_imbalance") counts.push_back(w["count"]);
+  }
+  EXPECT_EQ(counts, (std::vector<int>{2, 4}));  // at the threshold, then at each doubling
+  EXPECT_EQ(h.of("EXPERT_IMBALANCE").size(), 4u);
+}
+
+TEST(SupervisorLoop, RestartedSupervisorRebuildsItsStateFromTheLog) {
+  Harness h("replay");
+  h.opts.config.budget.max_restarts = 2;
+  h.opts.config.budget.no_progress_restarts = 10;
+  // First supervisor: two crashes (budget 2 spent), then it dies during attempt 3.
+  for (int i = 0; i < 2; ++i) {
+    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+    sim_fault(a, 1, 7, Exited{6});
+    h.runner.push(a);
+  }
+  // The third attempt succeeds, but the log is cut after its start: what a kill -9 of the
+  // supervisor during attempt 3 leaves behind.
+  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  auto events = h.events();
+  std::size_t cut = 0;
+  int seen = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i]["type"] == "attempt_started" && ++seen == 3) cut = i + 3;
+  }
+  ASSERT_GT(cut, 0u);
+  {
+    std::ofstream out(h.dir / "events.jsonl", std::ios::trunc);
+    for (std::size_t i = 0; i < cut; ++i) out << events[i].dump() << "\n";
+    out << R"({"schema":1,"seq":99999,"ty)";  // and a torn last line
+  }
+  h.sup.reset();
+  // Second supervisor: attempt 3 is abandoned, the budget is still spent: one crash gives up.
+  SimAttempt a = sim_trainer(2, 5, 10, 1.0, 5);
+  sim_fault(a, 0, 8, Exited{6});
+  h.runner.push(a);
+  EXPECT_EQ(h.run(), kExitRestartBudget);
+  const auto ended = h.of("attempt_ended");
+  bool abandoned = false;
+  for (const auto& e : ended) abandoned |= e["attempt"] == 3 && e["outcome"] == "abandoned";
+  EXPECT_TRUE(abandoned);
+  EXPECT_EQ(h.of("attempt_started").back()["attempt"], 4);
+  EXPECT_EQ(h.of("run_started").size(), 2u);
+}
+
+TEST(SupervisorLoop, ExternalTrainerWithoutHeartbeatsHangsWhenCheckpointsStop) {
+  Harness h("external");
+  h.opts.config.contract = TrainerContract::kExternal;
+  h.opts.config.hang.timeout_s = 20;
+  h.opts.config.micro_batch.reset();
+  SimAttempt quiet;  // prints nothing, never exits
+  quiet.actions.push_back(SimAction{1000, 0, SimExit{Exited{0}}});
+  quiet.actions.push_back(SimAction{1000, 1, SimExit{Exited{0}}});
+  h.runner.push(quiet);
+  SimAttempt ok;
+  ok.actions.push_back(SimAction{1, 0, SimExit{Exited{0}}});
+  ok.actions.push_back(SimAction{1, 1, SimExit{Exited{0}}});
+  h.runner.push(ok);
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "hang");
+  // No --set for a trainer we do not know.
+  EXPECT_EQ(h.runner.started()[0].argv, h.opts.trainer_argv);
+}
+
+TEST(SupervisorLoop, SignalDuringTheBackoffYields) {
+  Harness h("backoff");
+  h.job.slurm = true;
+  h.job.nodes = {"n1"};
+  h.opts.config.budget.backoff_base_s = 30;
+  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  sim_fault(a, 1, 3, Exited{6});
+  h.runner.push(a);
+  h.signals.push(SIGTERM, 40);  // polls: 0.1 s each during the attempt, then 0.1 s backoff slices
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_EQ(h.runner.started().size(), 1u);
+  EXPECT_EQ(h.of("decision").back()["kind"], "requeue");
+}
+
+TEST(SupervisorLoop, FinishedRunIsNotStartedAgain) {
+  Harness h("finished");
+  h.runner.push(sim_trainer(2, 0, 3, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto n = h.events().size();
+  h.sup.reset();
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  EXPECT_EQ(h.events().size(), n);
+}
+
+TEST(SupervisorConfig, RoundTripsThroughJson) {
+  SupervisorConfig c;
+  c.contract = TrainerContract::kExternal;
+  c.budget.max_restarts = 7;
+  c.hang.timeout_s = 12.5;
+  c.micro_batch = 4;
+  c.divisible_by = {16, 8};
+  c.min_nodes = 2;
+  c.total_steps = 400;
+  auto back = supervisor_config_from_json(supervisor_config_to_json(c), "supervisor.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->contract, TrainerContract::kExternal);
+  EXPECT_EQ(back->budget.max_restarts, 7);
+  EXPECT_EQ(back->hang.timeout_s, 12.5);
+  EXPECT_EQ(back->micro_batch, 4);
+  EXPECT_EQ(back->divisible_by, (std::vector<int>{16, 8}));
+  EXPECT_EQ(back->min_nodes, 2);
+  EXPECT_EQ(back->total_steps, 400);
+  json bad = supervisor_config_to_json(c);
+  bad["max_restarts"] = -1;
+  EXPECT_FALSE(supervisor_config_from_json(bad, "s.json").ok());
+  bad = supervisor_config_to_json(c);
+  bad["schema"] = "other";
+  EXPECT_FALSE(supervisor_config_from_json(bad, "s.json").ok());
+  bad = supervisor_config_to_json(c);
+  bad["stop_grace_s"] = "soon";
+  EXPECT_FALSE(supervisor_config_from_json(bad, "s.json").ok());
+}
+
+TEST(NewestCheckpoint, OnlyCommittedCheckpointsCount) {
+  const fs::path d = temp_dir("ckpt");
+  EXPECT_EQ(newest_checkpoint_on_disk(d), -1);
+  fs::create_directories(d / "checkpoints/step_00000010");
+  std::ofstream(d / "checkpoints/step_00000010/manifest.json") << "{}";
+  fs::create_directories(d / "checkpoints/step_00000020");  // no manifest: torn
+  fs::create_directories(d / "checkpoints/.tmp-step_00000030-42");
+  std::ofstream(d / "checkpoints/.tmp-step_00000030-42/manifest.json") << "{}";
+  EXPECT_EQ(newest_checkpoint_on_disk(d), 10);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace grpo::supervise
