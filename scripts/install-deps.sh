@@ -20,6 +20,8 @@ packages=(
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)
   chromium fonts-dejavu-core
+  # the generated man page is checked with groff
+  groff-base
 )
 
 missing=()

@@ -11,6 +11,8 @@ test -f "$tmp/usr/share/grpo-launch/profiles/clusters/a100x8.toml"
 test -f "$tmp/usr/share/grpo-launch/profiles/models/qwen3-30b-moe.toml"
 test -d "$tmp/usr/share/grpo-launch/templates"
 test -f "$tmp/usr/share/doc/grpo-launch/exit-codes.md"
+test -f "$tmp/usr/share/bash-completion/completions/grpo-launch"
+test -f "$tmp/usr/share/man/man1/grpo-launch.1"
 HOME=$tmp/home "$tmp/usr/bin/grpo-launch" profiles --format json >"$tmp/profiles.json"
 python3 - "$tmp/profiles.json" "$tmp/usr" <<'PY'
 import json, sys
