@@ -12,7 +12,7 @@ namespace grpo::cli {
 
 struct GlobalArgs {
   std::vector<std::string> profile_dirs;
-  std::string log_level = "warn";
+  std::string log_level;  // --log-level; empty: the command's default (warn; info for run)
 };
 
 struct PlanArgs {
@@ -35,18 +35,35 @@ struct CheckArgs {
   std::string format = "text";
 };
 
-// render / submit / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).
+// The supervisor's settings given to run / submit; they travel in <run_dir>/supervisor.json
+// (docs/supervisor.md).
+struct SupervisorFlags {
+  int max_restarts = 5;            // --max-restarts
+  double backoff_s = 1;            // --backoff
+  double backoff_max_s = 60;       // --backoff-max
+  int no_progress_restarts = 3;    // --no-progress-restarts
+  double hang_timeout_s = 0;       // --hang-timeout (0: derived from step times)
+  double startup_timeout_s = 300;  // --startup-timeout
+  double stop_grace_s = 5;         // --stop-grace
+  int min_nodes = 0;               // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
+};
+
+// render / submit / run / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).
 struct LaunchArgs {
   PlanArgs plan;              // profile, model, --set, --dry-run (format: the dry run's summary)
   std::string trainer_cmd;    // --trainer-cmd: shell syntax, split without a shell
   std::string run_dir;        // --run-dir (default ./runs/<model>-<profile>-<UTC time>)
   std::string template_file;  // --template (default: the installed templates/sbatch.mustache)
   int sbatch_timeout_s = 60;  // --sbatch-timeout
+  std::vector<std::string> trainer_sets;  // the trainer's keys among --set (split_trainer_sets)
+  std::vector<std::string> faults;        // --fault: passed to grpo-trainer
+  SupervisorFlags supervisor;
 };
 
 struct SuperviseArgs {
   std::string run_dir;
   std::string srun = "srun";  // --srun (a path, or a name looked up in PATH)
+  bool local = false;         // --local: run the ranks here even inside a Slurm job
 };
 
 struct StatusArgs {
@@ -74,8 +91,11 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& args);
 // script only. Exit: 0, 1 infeasible plan, 2 input, 69 Slurm unreachable, 73 run directory,
 // 76 sbatch refused.
 int cmd_submit(const GlobalArgs& global, const LaunchArgs& args);
-// Inside the allocation: runs the run's one job step; exit codes in docs/exit-codes.md.
+// Supervises a run directory until training finishes (supervise_commands.cpp): inside a Slurm
+// job through srun job steps, elsewhere with local ranks. Exit codes in docs/exit-codes.md.
 int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args);
+// Plans, writes the run directory (or continues an existing one) and supervises it locally.
+int cmd_run(const GlobalArgs& global, const LaunchArgs& args);
 int cmd_check(const GlobalArgs& global, const CheckArgs& args);
 int cmd_profiles(const GlobalArgs& global, const std::string& format);
 

@@ -3,8 +3,8 @@
 
 #include <variant>
 
-#include "grpo/core/result.h"
 #include "grpo/core/job_step.h"
+#include "grpo/core/result.h"
 
 namespace grpo::cli {
 
@@ -16,9 +16,14 @@ enum ExitCode : int {
   kExitUnavailable = 69,  // Slurm (or another service) cannot be reached
   kExitInternal = 70,     // a bug
   kExitCantCreate = 73,   // the run directory or an output file cannot be written
-  kExitInterrupted = 75,  // supervise: the job step was stopped by a signal (TERM, USR2, ...)
+  kExitInterrupted = 75,  // run/supervise: requeued (the job comes back and resumes)
   kExitRejected = 76,     // a service refused the request (sbatch error)
-  kExitStepFailed = 80,   // supervise: the job step failed (a rank failed, srun failed)
+  kExitStepFailed = 80,   // run/supervise: failures used up the restart budget
+  // run / supervise only; the same values as supervise::SupervisorExit (restart_policy.h)
+  kExitNoProgress = 81,      // restarts made no new checkpoint: do not requeue
+  kExitNotRetryable = 82,    // a deterministic error (configuration): retrying cannot help
+  kExitOutOfMemory = 83,     // out of memory with nothing left to shrink
+  kExitUserInterrupt = 130,  // stopped by SIGINT / SIGTERM outside Slurm, after a checkpoint
 };
 
 inline int exit_code_for(const core::Error& e) {

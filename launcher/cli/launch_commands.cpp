@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "grpo/core/run_spec.h"
 #include "grpo/core/sbatch_script.h"
 #include "grpo/core/shell_quote.h"
+#include "grpo/core/trainer_args.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/render/sbatch_render.h"
@@ -26,6 +28,7 @@
 #include "grpo/slurm/sbatch.h"
 #include "grpo/slurm/slurm_job.h"
 #include "grpo/slurm/step_runner.h"
+#include "launch_common.h"
 
 namespace grpo::cli {
 
@@ -40,12 +43,6 @@ constexpr const char* kTemplateName = "sbatch.mustache";
 int fail(const core::Error& e) {
   print_error(e.str());
   return exit_code_for(e);
-}
-
-fs::path executable_path() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe;
 }
 
 // "20261129T204500Z" and "2026-11-29T20:45:00Z" for now.
@@ -76,15 +73,16 @@ bool looks_like_file(const std::string& name) {
          (name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0);
 }
 
-// Everything render and submit need, computed once.
-struct Prepared {
-  core::Plan plan;
-  std::string run_dir;  // absolute
-  std::string script;
-  core::RunSpec run;
-};
+}  // namespace
 
-core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan) {
+fs::path executable_path() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe;
+}
+
+core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
+                               bool render_script) {
   Prepared p;
   p.plan = std::move(plan);
   const auto [stamp, iso] = utc_now();
@@ -110,10 +108,12 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     return make_error(ErrorKind::kInternal, "cannot find the grpo-launch executable");
   }
   GRPO_TRY(const core::SbatchView view, core::make_sbatch_view(p.plan, opts));
-  GRPO_TRY(const std::string tmpl, load_template(args));
-  GRPO_TRY(p.script,
-           render::render_sbatch(tmpl, view,
-                                 args.template_file.empty() ? kTemplateName : args.template_file));
+  if (render_script) {
+    GRPO_TRY(const std::string tmpl, load_template(args));
+    GRPO_TRY(p.script,
+             render::render_sbatch(
+                 tmpl, view, args.template_file.empty() ? kTemplateName : args.template_file));
+  }
 
   // What supervise runs: --trainer-cmd, else grpo-trainer (next to grpo-launch, else on PATH).
   core::RunSpec& run = p.run;
@@ -125,7 +125,16 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
   run.nodes = p.plan.rank_map.nodes;
   run.ranks_per_node = p.plan.rank_map.ranks_per_node;
   run.cpus_per_task = view.cpus_per_task.empty() ? 0 : std::stoi(view.cpus_per_task);
+  p.trainer_sets = args.trainer_sets;
   if (!args.trainer_cmd.empty()) {
+    if (!args.trainer_sets.empty() || !args.faults.empty()) {
+      return make_error(
+          ErrorKind::kInvalidValue,
+          "--set " +
+              (args.trainer_sets.empty() ? std::string("--fault") : args.trainer_sets.front()) +
+              ": trainer settings and faults apply to the embedded grpo-trainer, "
+              "not to --trainer-cmd");
+    }
     auto argv = core::split_command_line(args.trainer_cmd);
     if (!argv.ok()) {
       return make_error(argv.error().kind, "--trainer-cmd: " + argv.error().message);
@@ -143,22 +152,105 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     }
     run.trainer_command = {fs::exists(next_to, ec) ? next_to.string() : "grpo-trainer", "--model",
                            model, "--run-dir", p.run_dir};
+    // The plan's workload, then the user's trainer settings (the trainer applies --set in
+    // order: the last one wins), then injected faults.
+    for (const auto& kv : core::trainer_settings(p.plan)) {
+      run.trainer_command.push_back("--set");
+      run.trainer_command.push_back(kv);
+    }
+    for (const auto& kv : args.trainer_sets) {
+      run.trainer_command.push_back("--set");
+      run.trainer_command.push_back(kv);
+    }
+    for (const auto& f : args.faults) {
+      run.trainer_command.push_back("--fault");
+      run.trainer_command.push_back(f);
+    }
   }
+  p.supervisor = supervisor_config(args, p.plan);
   return p;
 }
 
-}  // namespace
+std::map<std::string, std::string> run_dir_files(const Prepared& p) {
+  std::map<std::string, std::string> files = {
+      {"plan.json", core::plan_to_json(p.plan).dump(2) + "\n"},
+      {"rankmap.json", core::rank_map_to_json(p.plan.rank_map).dump(2) + "\n"},
+      {"env.json", core::env_to_json(p.plan.env, p.plan.rank_map).dump(2) + "\n"},
+      {"run.json", core::run_spec_to_json(p.run).dump(2) + "\n"},
+      {"supervisor.json", supervise::supervisor_config_to_json(p.supervisor).dump(2) + "\n"},
+  };
+  if (!p.script.empty()) files["job.sbatch"] = p.script;
+  return files;
+}
 
-int cmd_render(const GlobalArgs& global, const LaunchArgs& args) {
+supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core::Plan& plan) {
+  supervise::SupervisorConfig c;
+  const SupervisorFlags& f = args.supervisor;
+  const bool embedded = args.trainer_cmd.empty();
+  c.contract =
+      embedded ? supervise::TrainerContract::kEmbedded : supervise::TrainerContract::kExternal;
+  c.budget.max_restarts = f.max_restarts;
+  c.budget.backoff_base_s = f.backoff_s;
+  c.budget.backoff_max_s = f.backoff_max_s;
+  c.budget.no_progress_restarts = f.no_progress_restarts;
+  if (f.hang_timeout_s > 0) c.hang.timeout_s = f.hang_timeout_s;
+  c.hang.startup_s = f.startup_timeout_s;
+  c.stop_grace_s = f.stop_grace_s;
+  if (embedded) {
+    c.micro_batch = plan.best.layout.micro_batch;
+    c.offload_supported = false;  // grpo-trainer has no offload
+    // Pure data parallelism: one node still runs it when the batch sizes divide.
+    c.min_nodes = f.min_nodes > 0 ? f.min_nodes : 1;
+    c.divisible_by = core::batch_divisors(plan, args.trainer_sets);
+    c.total_steps = total_steps(args.trainer_sets);
+  } else {
+    c.min_nodes = f.min_nodes;  // 0: every node of the plan
+  }
+  return c;
+}
+
+std::int64_t total_steps(const std::vector<std::string>& trainer_sets) {
+  // grpo-trainer's defaults (docs/trainer-config.md): 300 SFT + 100 GRPO steps.
+  std::int64_t sft = 300, grpo = 100;
+  for (const auto& kv : trainer_sets) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    std::int64_t v = 0;
+    const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (err != std::errc() || end != value.data() + value.size()) continue;
+    if (key == "trainer.sft_warmup_steps") sft = v;
+    if (key == "trainer.total_training_steps") grpo = v;
+  }
+  return sft + grpo;
+}
+
+LaunchArgs split_trainer_sets(const LaunchArgs& args) {
+  LaunchArgs out = args;
+  out.plan.sets.clear();
+  for (const auto& s : args.plan.sets) {
+    const auto eq = s.find('=');
+    if (core::is_trainer_key(s.substr(0, eq))) {
+      out.trainer_sets.push_back(s);
+    } else {
+      out.plan.sets.push_back(s);
+    }
+  }
+  return out;
+}
+
+int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
+  const LaunchArgs args = split_trainer_sets(given);
   auto built = build_plan(global, args.plan);
   if (!built.ok()) return fail(built.error());
-  auto p = prepare(global, args, std::move(built).value());
+  auto p = prepare(global, args, std::move(built).value(), true);
   if (!p.ok()) return fail(p.error());
   std::cout << p->script;
   return kExitOk;
 }
 
-int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
+int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
+  const LaunchArgs args = split_trainer_sets(given);
   auto built = build_plan(global, args.plan);
   if (!built.ok()) return fail(built.error());
   if (!core::plan_ok(built.value())) {
@@ -175,7 +267,7 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
     // that cannot appear on an #SBATCH line).
     std::cout << core::render_summary(built.value()) << "\n" << std::flush;
   }
-  auto prepared = prepare(global, args, std::move(built).value());
+  auto prepared = prepare(global, args, std::move(built).value(), true);
   if (!prepared.ok()) return fail(prepared.error());
   Prepared& p = prepared.value();
   if (args.plan.dry_run) {
@@ -188,13 +280,7 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
     return kExitOk;
   }
 
-  const std::map<std::string, std::string> files = {
-      {"plan.json", core::plan_to_json(p.plan).dump(2) + "\n"},
-      {"rankmap.json", core::rank_map_to_json(p.plan.rank_map).dump(2) + "\n"},
-      {"env.json", core::env_to_json(p.plan.env, p.plan.rank_map).dump(2) + "\n"},
-      {"run.json", core::run_spec_to_json(p.run).dump(2) + "\n"},
-      {"job.sbatch", p.script},
-  };
+  const auto files = run_dir_files(p);
   if (auto st = io::create_dir_atomic(p.run_dir, files, {"job.sbatch"}); !st.ok()) {
     return fail(st.error());
   }
@@ -234,108 +320,8 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args) {
             << "Follow it:\n"
             << "  tail -f " << core::shell_quote(p.run_dir + "/slurm-" + id + ".out") << "\n"
             << "  squeue -j " << id << "\n"
-            << "  (grpo-launch status arrives with the supervisor)\n";
+            << "  grpo-launch status " << core::shell_quote(p.run_dir) << "\n";
   return kExitOk;
-}
-
-namespace {
-
-core::Result<nlohmann::json> read_json(const fs::path& path) {
-  GRPO_TRY(const std::string text, io::read_file(path));
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    return make_error(ErrorKind::kParse, "not valid JSON", core::SourceLocation{path.string()});
-  }
-  return j;
-}
-
-nlohmann::json allocation_json(const slurm::JobInfo& job, const std::vector<std::string>& nodes,
-                               const std::vector<std::string>& argv) {
-  nlohmann::json j;
-  j["schema"] = "grpo-launch/allocation/v1";
-  j["job_id"] = job.job_id;
-  j["state"] = job.state;
-  j["partition"] = job.partition;
-  j["node_list"] = job.node_list;
-  j["allocation_nodes"] = job.nodes;
-  j["step_nodes"] = nodes;
-  j["tasks_per_node"] = job.tasks_per_node;
-  j["restart_count"] = job.restart_count;
-  j["batch_host"] = job.batch_host;
-  j["time_limit_minutes"] =
-      job.time_limit_minutes ? nlohmann::json(*job.time_limit_minutes) : nlohmann::json(nullptr);
-  j["start_time"] = job.start_time;
-  j["end_time"] = job.end_time;
-  j["srun"] = argv;
-  return j;
-}
-
-void log(const std::string& line) {
-  std::fprintf(stderr, "grpo-launch supervise: %s\n", line.c_str());
-  std::fflush(stderr);
-}
-
-}  // namespace
-
-int cmd_supervise(const GlobalArgs& /*global*/, const SuperviseArgs& args) {
-  const auto t0 = std::chrono::steady_clock::now();
-  // Signals first: a USR2 or TERM during the setup below must not kill us silently.
-  auto signals = slurm::ProcessSignals::install();
-  if (!signals.ok()) return fail(signals.error());
-  std::error_code ec;
-  const fs::path dir = fs::absolute(args.run_dir, ec).lexically_normal();
-  auto run_json = read_json(dir / "run.json");
-  if (!run_json.ok()) return fail(run_json.error());
-  auto spec = core::run_spec_from_json(run_json.value(), (dir / "run.json").string());
-  if (!spec.ok()) return fail(spec.error());
-  auto env_json = read_json(dir / "env.json");
-  if (!env_json.ok()) return fail(env_json.error());
-  auto env = core::job_env_from_json(env_json.value(), (dir / "env.json").string());
-  if (!env.ok()) return fail(env.error());
-  auto map_json = read_json(dir / "rankmap.json");
-  if (!map_json.ok()) return fail(map_json.error());
-  auto shape = core::rank_map_shape_from_json(map_json.value(), (dir / "rankmap.json").string());
-  if (!shape.ok()) return fail(shape.error());
-  if (shape->nodes != spec->nodes || shape->ranks_per_node != spec->ranks_per_node) {
-    return fail(make_error(ErrorKind::kInvalidValue,
-                           "run.json (" + std::to_string(spec->nodes) + " x " +
-                               std::to_string(spec->ranks_per_node) +
-                               ") does not match rankmap.json (" + std::to_string(shape->nodes) +
-                               " x " + std::to_string(shape->ranks_per_node) + ")"));
-  }
-
-  auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
-  if (!job_id.ok()) return fail(job_id.error());
-  auto lib = slurm::LibSlurm::open();
-  if (!lib.ok()) return fail(lib.error());
-  auto job = slurm::discover_allocation(*lib.value(), job_id.value(), spec.value());
-  if (!job.ok()) return fail(job.error());
-  const auto nodes = core::step_nodes(spec.value(), slurm::to_allocation(job.value()));
-
-  slurm::StepRequest step;
-  step.argv = core::srun_command(spec.value(), args.srun);
-  step.env = env.value();
-  step.env["GRPO_RUN_DIR"] = dir.string();
-  step.env["GRPO_RUN_ID"] = spec->run_id;
-  if (auto st = io::write_file_atomic(dir / "allocation.json",
-                                      allocation_json(job.value(), nodes, step.argv).dump(2) + "\n",
-                                      0600);
-      !st.ok()) {
-    return fail(st.error());
-  }
-  std::string nodes_text;
-  for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
-  const auto setup_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
-  log("job " + std::to_string(job->job_id) + " (restart " + std::to_string(job->restart_count) +
-      ") on " + nodes_text + ", setup " + std::to_string(setup_ms) +
-      " ms: " + core::shell_join(step.argv));
-  slurm::PosixProcessRunner runner;
-  auto outcome = slurm::run_step(runner, *signals.value(), step);
-  if (!outcome.ok()) return fail(outcome.error());
-  log("step " + core::describe(outcome.value()));
-  return exit_code_for(outcome.value());
 }
 
 }  // namespace grpo::cli

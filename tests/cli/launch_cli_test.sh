@@ -159,9 +159,12 @@ stderr_is "sbatch timed out after 1 s; the job may or may not have been submitte
 FAKE_SBATCH=ok PATH=$tmp/fake:$PATH expect 0 "default run dir" -- "${P[@]}" "${RUN[@]}"
 ls -d "$tmp"/runs/tiny-dense-slurm-test-2*Z >/dev/null 2>&1 || fail "no ./runs/tiny-dense-slurm-test-<time> directory"
 
-# --- supervise outside an allocation ---------------------------------------------------------------
-expect 2 "supervise without SLURM_JOB_ID" -- supervise --run-dir "$tmp/r3"
-stderr_is "SLURM_JOB_ID is not set (run inside a Slurm job)"
+# --- supervise outside an allocation: local ranks ---------------------------------------------------
+expect 82 "supervise without SLURM_JOB_ID: local, trainer missing" -- supervise --run-dir "$tmp/r3"
+grep -q "cannot start the trainer: /opt/probe: no such executable file" "$tmp/err" ||
+  fail "supervise: no 'cannot start' line: $(cat "$tmp/err")"
+[[ -f "$tmp/r3/events.jsonl" ]] || fail "supervise wrote no events.jsonl"
+grep -q '"type":"run_finished"' "$tmp/r3/events.jsonl" || fail "no run_finished event"
 SLURM_JOB_ID=5 SLURM_CONF=$tmp/none.conf expect 69 "supervise without a configuration" -- supervise --run-dir "$tmp/r3"
 stderr_is "no Slurm configuration: $tmp/none.conf does not exist (SLURM_CONF)"
 SLURM_JOB_ID=5 SLURM_CONF=$tmp/dead/slurm.conf expect 69 "supervise, controller down" -- supervise --run-dir "$tmp/r3"
@@ -172,6 +175,31 @@ SLURM_JOB_ID=5 expect 2 "supervise, bad run.json" -- supervise --run-dir "$tmp/r
 stderr_is "$tmp/r6/run.json: missing key \"run_id\""
 expect 2 "supervise, no run dir" -- supervise --run-dir "$tmp/nope"
 stderr_is "no such file: $tmp/nope/run.json"
+
+# --- run: local supervision; its input errors -------------------------------------------------------
+expect 2 "run: trainer settings with --trainer-cmd" -- "${P[@]}" run -p local-cpu -m tiny-dense \
+  --run-dir "$tmp/r7" --trainer-cmd "/bin/true" --set trainer.total_training_steps=3
+stderr_is "--set trainer.total_training_steps=3: trainer settings and faults apply to the embedded grpo-trainer, not to --trainer-cmd"
+absent "$tmp/r7"
+expect 2 "run: unknown planner key" -- "${P[@]}" run -p local-cpu -m tiny-dense --run-dir "$tmp/r7" --set nope=1
+absent "$tmp/r7"
+expect 0 "run: an external trainer that succeeds" -- "${P[@]}" run -p local-cpu -m tiny-dense \
+  --run-dir "$tmp/r7" --trainer-cmd "/bin/sh -c 'echo rank \$RANK of \$WORLD_SIZE port \$MASTER_PORT'"
+stdout_has "Run directory: $tmp/r7"
+[[ "$(stat -c %a "$tmp/r7")" == 700 ]] || fail "run dir mode $(stat -c %a "$tmp/r7")"
+for f in plan.json rankmap.json env.json run.json supervisor.json events.jsonl metrics.prom; do
+  [[ -f "$tmp/r7/$f" ]] || fail "run dir lacks $f"
+done
+[[ -f "$tmp/r7/job.sbatch" ]] && fail "run wrote a batch script"
+grep -q "^rank 1 of 2 port [0-9]" "$tmp/r7/logs/attempt-1/rank-1.log" || fail "rank 1 env: $(cat "$tmp/r7/logs/attempt-1/rank-1.log")"
+expect 73 "run: the run directory exists" -- "${P[@]}" run -p local-cpu -m tiny-dense --run-dir "$tmp/r7" \
+  --trainer-cmd /bin/true
+stderr_is "run directory already exists: $tmp/r7; continue that run with: grpo-launch supervise --run-dir $tmp/r7"
+rc=0
+"$bin" "${P[@]}" run -p local-cpu -m tiny-dense --run-dir "$tmp/r8" --trainer-cmd "/bin/sh -c 'exit 3'" \
+  --max-restarts 1 --backoff 0.05 >"$tmp/out" 2>"$tmp/err" || rc=$?
+((rc == 80)) || fail "run: a crashing external trainer: exit $rc, want 80"
+grep -q "restart budget of 1 used up" "$tmp/err" || fail "run: no budget message: $(cat "$tmp/err")"
 
 if ((failures > 0)); then
   echo "$failures failure(s)"

@@ -11,6 +11,7 @@
 #SBATCH --time=72:00:00
 #SBATCH --partition=gpu
 #SBATCH --requeue
+#SBATCH --no-kill
 #SBATCH --signal=B:USR2@300
 #SBATCH --open-mode=append
 #SBATCH --output=/shared/runs/golden-run/slurm-%j.out

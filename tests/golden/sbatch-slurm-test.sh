@@ -9,6 +9,7 @@
 #SBATCH --time=00:05:00
 #SBATCH --partition=debug
 #SBATCH --requeue
+#SBATCH --no-kill
 #SBATCH --signal=B:USR2@60
 #SBATCH --open-mode=append
 #SBATCH --output=/shared/runs/golden-run/slurm-%j.out

@@ -3,7 +3,8 @@
 
 usage: check_launch.py RUN_DIR JOB_ID HOSTS_FILE
 
-Every rank's JSON line (slurm-<job>.out, labelled "<rank>: " by srun --label) must report the
+Every rank's JSON line (logs/attempt-1/rank-<r>.log: the supervisor reads srun's labelled
+stdout and keeps the lines that are not telemetry events in the rank's log) must report the
 global rank, world size, local rank, node rank and host that rankmap.json and allocation.json
 (step_nodes, node_rank order) give it, source "pmix", and the same rendezvous address, whose host
 is the address of node_rank 0 (HOSTS_FILE: the test cluster's "addr name" lines). Every rank must
@@ -11,7 +12,6 @@ see the plan's job environment (env.json "job", for the variables the probe repo
 GRPO_RUN_DIR, GRPO_RUN_ID and SLURM_JOB_ID. Prints every problem and exits 1 when there is any.
 """
 import json
-import re
 import sys
 
 # The variables grpo-bootstrap-probe reports (docs/bootstrap.md).
@@ -43,26 +43,24 @@ def main() -> int:
         problems.append(f"batch_host {alloc['batch_host']}, expected {nodes[0]}")
 
     records = {}
-    out_path = f"{run_dir}/slurm-{job_id}.out"
-    label = re.compile(r"^\s*(\d+): (.*)$")
-    for n, line in enumerate(open(out_path, encoding="utf-8"), 1):
-        line = line.rstrip("\n")
-        if not line.strip():
+    out_path = f"{run_dir}/logs/attempt-1"
+    for task in range(len(rank_map["ranks"])):
+        path = f"{out_path}/rank-{task}.log"
+        try:
+            lines = [l.rstrip("\n") for l in open(path, encoding="utf-8") if l.startswith("{")]
+        except FileNotFoundError:
+            problems.append(f"{path} is missing")
             continue
-        m = label.match(line)
-        if not m:
-            problems.append(f"{out_path}:{n}: not a labelled line: {line[:200]}")
+        if len(lines) != 1:
+            problems.append(f"{path}: {len(lines)} JSON lines, expected 1")
             continue
         try:
-            rec = json.loads(m.group(2))
+            rec = json.loads(lines[0])
         except json.JSONDecodeError as e:
-            problems.append(f"{out_path}:{n}: not JSON ({e}): {line[:200]}")
+            problems.append(f"{path}: not JSON ({e}): {lines[0][:200]}")
             continue
-        task = int(m.group(1))
         if rec.get("global_rank") != task:
-            problems.append(f"line {n}: srun task {task} reports global_rank {rec.get('global_rank')}")
-        if task in records:
-            problems.append(f"task {task} printed twice")
+            problems.append(f"{path}: srun task {task} reports global_rank {rec.get('global_rank')}")
         records[task] = rec
 
     world = len(rank_map["ranks"])
@@ -105,8 +103,7 @@ def main() -> int:
     for p in problems:
         print(f"check_launch: {p}", file=sys.stderr)
     if problems:
-        print(f"check_launch: FAILED ({len(problems)} problem(s)); {out_path} was:", file=sys.stderr)
-        sys.stderr.write(open(out_path, encoding="utf-8").read())
+        print(f"check_launch: FAILED ({len(problems)} problem(s)) in {out_path}", file=sys.stderr)
         return 1
     print(f"check_launch: ok: {world} ranks on {','.join(nodes)} as rankmap.json says, "
           f"rendezvous {next(iter(rdzv))}, job env on every rank")

@@ -3,8 +3,9 @@
 #   launch_test.sh MODE GRPO_LAUNCH SOURCE_DIR
 #   MODE  submit      2 nodes x 2 ranks of grpo-bootstrap-probe, checked against rankmap.json
 #         rejected    the bare form with an unknown partition: exit 76, sbatch's message, no run dir
-#         step-fails  a trainer that exits 3: supervise exits 80, the job ends FAILED 80:0
-#         usr2        USR2 to the batch shell reaches the ranks: supervise exits 75
+#         step-fails  a trainer that exits 3 on every attempt: with --max-restarts 1 supervise
+#                     exits 80 (restart budget), the job ends FAILED 80:0
+# (USR2, requeue and every other fault: supervise_slurm_test.sh)
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_cluster
@@ -14,9 +15,11 @@ run=$TEST_TMP/run
 profiles=(--profile-dir "$src/tests/data/profiles")
 launch_args=(-p slurm-test -m tiny-dense --run-dir "$run")
 
-submit() { # trainer-cmd: submits, sets JOB
-  local out
-  out=$("$launch" "${profiles[@]}" submit "${launch_args[@]}" --trainer-cmd "$1") || fail "grpo-launch submit failed: $out"
+submit() { # trainer-cmd [extra args]: submits, sets JOB
+  local out cmd=$1
+  shift
+  out=$("$launch" "${profiles[@]}" submit "${launch_args[@]}" --trainer-cmd "$cmd" "$@") ||
+    fail "grpo-launch submit failed: $out"
   echo "$out"
   JOB=$(sed -n 's/^Submitted batch job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
   [[ -n "$JOB" ]] || fail "no job id in: $out"
@@ -51,9 +54,12 @@ case "$mode" in
       cat "$run/slurm-$JOB.out" "$run/slurm-$JOB.err" >&2
       fail "job $JOB: $rec"
     }
-    python3 "$src/tests/integration/check_launch.py" "$run" "$JOB" "$GRPO_TEST_CLUSTER_DIR/hosts"
-    grep -q "grpo-launch supervise: step succeeded" "$run/slurm-$JOB.err" ||
-      fail "no 'step succeeded' in slurm-$JOB.err"
+    python3 "$src/tests/integration/check_launch.py" "$run" "$JOB" "$GRPO_TEST_CLUSTER_DIR/hosts" || {
+      tail -n 40 "$run/slurm-$JOB.out" "$run/slurm-$JOB.err" >&2
+      fail "check_launch"
+    }
+    grep -q "grpo-launch: run succeeded" "$run/slurm-$JOB.err" ||
+      fail "no 'run succeeded' in slurm-$JOB.err"
     echo "submit to job end: $elapsed ms"
     ;;
   rejected)
@@ -66,33 +72,15 @@ case "$mode" in
     echo "rejected as expected: $want"
     ;;
   step-fails)
-    submit "/bin/sh -c 'exit 3'"
+    submit "/bin/sh -c 'exit 3'" --max-restarts 1 --backoff 0.1
     rec=$(wait_job 60)
     [[ "$(field JobState "$rec")" == FAILED && "$(field ExitCode "$rec")" == 80:0 ]] ||
       fail "job $JOB: want FAILED 80:0: $rec"
-    grep -q "grpo-launch supervise: step failed: srun exited" "$run/slurm-$JOB.err" ||
-      fail "no 'step failed' in slurm-$JOB.err: $(cat "$run/slurm-$JOB.err")"
-    echo "step failure mapped to 80: $rec"
-    ;;
-  usr2)
-    submit "/bin/sleep 60"
-    deadline=$(($(now_ms) + 60000))
-    until [[ -f "$run/allocation.json" ]] && grep -q "grpo-launch supervise: job" "$run/slurm-$JOB.err" 2>/dev/null; do
-      (($(now_ms) < deadline)) || fail "the step did not start"
-      sleep 0.1
-    done
-    sleep 0.5 # let srun start its tasks
-    t0=$(now_ms)
-    scancel -b -s USR2 "$JOB" || fail "scancel -b -s USR2 failed"
-    rec=$(wait_job 30)
-    elapsed=$(($(now_ms) - t0))
-    [[ "$(field ExitCode "$rec")" == 75:0 ]] || {
-      cat "$run/slurm-$JOB.err" >&2
-      fail "job $JOB: want exit 75 (interrupted): $rec"
-    }
-    grep -q "grpo-launch supervise: step interrupted by SIGUSR2" "$run/slurm-$JOB.err" ||
-      fail "no 'interrupted by SIGUSR2' in slurm-$JOB.err: $(cat "$run/slurm-$JOB.err")"
-    echo "USR2 to the batch shell ended the step in $elapsed ms: $rec"
+    grep -q "restart budget of 1 used up" "$run/slurm-$JOB.err" ||
+      fail "no 'restart budget' in slurm-$JOB.err: $(cat "$run/slurm-$JOB.err")"
+    grep -qE "tasks? 0(-[0-9]+)?: Exited with exit code 3" "$run/logs/attempt-1/srun.log" ||
+      fail "srun.log lacks the task's exit: $(cat "$run/logs/attempt-1/srun.log")"
+    echo "step failures mapped to 80 after the budget: $rec"
     ;;
   *) fail "unknown mode $mode" ;;
 esac

@@ -22,4 +22,5 @@ now_ms() {
 }
 
 TEST_TMP=$(mktemp -d /tmp/grpo-itest.XXXXXX)
-trap 'rm -rf "$TEST_TMP"' EXIT
+# GRPO_KEEP_TEST_TMP=1 keeps it for a post-mortem.
+[[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || trap 'rm -rf "$TEST_TMP"' EXIT

@@ -106,14 +106,14 @@ TEST(RunSpec, SrunCommand) {
   RunSpec s = spec();
   EXPECT_EQ(srun_command(s),
             (std::vector<std::string>{"srun", "--mpi=pmix", "--label", "--kill-on-bad-exit=1",
-                                      "--distribution=block", "--nodes=2", "--ntasks=4",
-                                      "--ntasks-per-node=2", "--cpus-per-task=2", "/bin/probe",
-                                      "--timeout-s", "30", "a b"}));
+                                      "--distribution=block", "--overlap", "--nodes=2",
+                                      "--ntasks=4", "--ntasks-per-node=2", "--cpus-per-task=2",
+                                      "/bin/probe", "--timeout-s", "30", "a b"}));
   s.exclude = {"n3", "n4"};
   s.cpus_per_task = 0;
   const auto argv = srun_command(s, "/usr/bin/srun");
   EXPECT_EQ(argv[0], "/usr/bin/srun");
-  EXPECT_EQ(argv[5], "--exclude=n3,n4");
+  EXPECT_EQ(argv[6], "--exclude=n3,n4");
   EXPECT_EQ(std::count_if(argv.begin(), argv.end(),
                           [](const std::string& a) { return a.rfind("--cpus-per-task", 0) == 0; }),
             0);

@@ -66,8 +66,8 @@ Status check_allocation(const RunSpec& spec, const Allocation& allocation) {
 }
 
 std::vector<std::string> srun_command(const RunSpec& spec, const std::string& srun) {
-  std::vector<std::string> argv = {srun, "--mpi=pmix", "--label", "--kill-on-bad-exit=1",
-                                   "--distribution=block"};
+  std::vector<std::string> argv = {
+      srun, "--mpi=pmix", "--label", "--kill-on-bad-exit=1", "--distribution=block", "--overlap"};
   if (!spec.exclude.empty()) {
     std::string list;
     for (const auto& n : spec.exclude) list += (list.empty() ? "" : ",") + n;

@@ -104,7 +104,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, status_pipe[2] = {-1, -1};
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status_pipe[2] = {-1, -1};
   int err_file = -1;
   const auto cleanup = [&] {
     for (int* fd :
@@ -112,7 +112,8 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
       close_fd(*fd);
     }
   };
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0) {
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0 ||
+      (spec.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
     cleanup();
     return make_error(ErrorKind::kIo, errno_text("pipe"));
   }
@@ -138,8 +139,12 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the supervisor is already gone
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    if (spec.stdin_pipe) {
+      ::dup2(in[0], 0);
+    } else {
+      const int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, 0);
+    }
     ::dup2(out[1], 1);
     ::dup2(spec.stderr_file ? err_file : err[1], 2);
     sigset_t none;
@@ -157,6 +162,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
   ::setpgid(pid, pid);  // also here: no race with signal_group() right after spawn
   close_fd(out[1]);
   close_fd(err[1]);
+  close_fd(in[0]);
   close_fd(err_file);
   close_fd(status_pipe[1]);
   int child_errno = 0;
@@ -177,6 +183,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
   child->pid_ = pid;
   child->out_ = out[0];
   child->err_ = err[0];
+  child->in_ = in[1];
   ::fcntl(child->out_, F_SETFL, ::fcntl(child->out_, F_GETFL) | O_NONBLOCK);
   if (child->err_ >= 0) ::fcntl(child->err_, F_SETFL, ::fcntl(child->err_, F_GETFL) | O_NONBLOCK);
   return child;
@@ -192,8 +199,12 @@ Child::~Child() {
   }
   close_fd(out_);
   close_fd(err_);
+  close_fd(in_);
 }
 
+void Child::close_in() {
+  close_fd(in_);
+}
 void Child::close_out() {
   close_fd(out_);
 }

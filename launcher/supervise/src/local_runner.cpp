@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+
+#include "grpo/supervise/output_parsing.h"
 
 namespace grpo::supervise {
 
@@ -36,11 +39,74 @@ void write_line(int fd, const std::string& line) {
 
 }  // namespace
 
+// The torchrun variables of `rank` in `spec`, and the attempt's environment.
+std::map<std::string, std::string> rank_env(const AttemptSpec& spec, int r, int port) {
+  std::map<std::string, std::string> env = spec.env;
+  env["RANK"] = std::to_string(r);
+  env["LOCAL_RANK"] = std::to_string(r % spec.ranks_per_node);
+  env["WORLD_SIZE"] = std::to_string(spec.world_size());
+  env["LOCAL_WORLD_SIZE"] = std::to_string(spec.ranks_per_node);
+  env["GROUP_RANK"] = std::to_string(r / spec.ranks_per_node);
+  env["NODE_RANK"] = std::to_string(r / spec.ranks_per_node);
+  env["ROLE_RANK"] = std::to_string(r);
+  env["MASTER_ADDR"] = "127.0.0.1";
+  env["MASTER_PORT"] = std::to_string(port);
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(spec.attempt - 1);
+  return env;
+}
+
+// Never let a rank take a PMIx or Slurm step identity from our own environment.
+const std::vector<std::string>& foreign_identity() {
+  static const std::vector<std::string> v = {
+      "PMIX_NAMESPACE",   "PMIX_RANK",         "PMIX_SERVER_URI2",  "PMIX_SERVER_URI3",
+      "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "PMIX_SERVER_URI21", "GRPO_STANDBY"};
+  return v;
+}
+
 LocalRunner::~LocalRunner() {
   for (auto& r : ranks_) {
     if (r.child && !r.child->reaped()) r.child->signal_group(SIGKILL);
   }
   ranks_.clear();  // ~Child reaps
+  discard_standbys();
+}
+
+void LocalRunner::discard_standbys() {
+  for (auto& sb : standbys_) {
+    if (!sb.child) continue;  // became a rank of the attempt
+    sb.child->close_in();     // EOF: a standby exits 0 at once
+    for (int i = 0; i < 50 && !sb.child->try_reap(); ++i) ::usleep(2000);
+    std::error_code ec;
+    fs::remove(sb.log, ec);
+  }
+  standbys_.clear();  // ~Child kills and reaps any left
+}
+
+void LocalRunner::start_standbys() {
+  standbys_started_ = true;
+  if (!standby_enabled_) return;
+  discard_standbys();
+  const fs::path logs = spec_.log_dir.parent_path();
+  for (int r = 0; r < spec_.world_size(); ++r) {
+    ChildSpec c;
+    c.argv = spec_.argv;
+    c.env = spec_.env;
+    c.env["GRPO_STANDBY"] = "1";
+    c.unset_env = foreign_identity();
+    c.unset_env.pop_back();  // not GRPO_STANDBY
+    c.stdin_pipe = true;
+    Standby sb;
+    sb.log =
+        logs / ("standby-" + std::to_string(spec_.attempt + 1) + "-" + std::to_string(r) + ".log");
+    c.stderr_file = sb.log;
+    auto child = Child::spawn(c);
+    if (!child.ok()) {
+      discard_standbys();
+      return;
+    }
+    sb.child = std::move(child).value();
+    standbys_.push_back(std::move(sb));
+  }
 }
 
 void LocalRunner::close_logs() {
@@ -55,42 +121,61 @@ core::Status LocalRunner::start(const AttemptSpec& spec) {
   close_logs();
   ranks_.clear();
   first_bad_.reset();
+  standbys_used_ = 0;
   GRPO_TRY_STATUS(make_log_dir(spec.log_dir));
   GRPO_TRY(port_, free_local_port());
   const int world = spec.world_size();
+  // Standbys started with this argv that are still waiting can be this attempt's ranks.
+  bool use_standbys = standby_enabled_ && !standbys_.empty() && spec_.argv == spec.argv &&
+                      static_cast<int>(standbys_.size()) >= world;
+  for (const auto& sb : standbys_) use_standbys = use_standbys && !sb.child->try_reap();
+  if (!use_standbys) discard_standbys();
   ranks_.resize(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
-    ChildSpec c;
-    c.argv = spec.argv;
-    c.env = spec.env;
-    c.env["RANK"] = std::to_string(r);
-    c.env["LOCAL_RANK"] = std::to_string(r % spec.ranks_per_node);
-    c.env["WORLD_SIZE"] = std::to_string(world);
-    c.env["LOCAL_WORLD_SIZE"] = std::to_string(spec.ranks_per_node);
-    c.env["GROUP_RANK"] = std::to_string(r / spec.ranks_per_node);
-    c.env["NODE_RANK"] = std::to_string(r / spec.ranks_per_node);
-    c.env["ROLE_RANK"] = std::to_string(r);
-    c.env["MASTER_ADDR"] = "127.0.0.1";
-    c.env["MASTER_PORT"] = std::to_string(port_);
-    c.env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(spec.attempt - 1);
-    // Never let a rank take a PMIx or Slurm step identity from our own environment.
-    c.unset_env = {"PMIX_NAMESPACE",   "PMIX_RANK",         "PMIX_SERVER_URI2", "PMIX_SERVER_URI3",
-                   "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "PMIX_SERVER_URI21"};
     const fs::path log = spec.log_dir / ("rank-" + std::to_string(r) + ".log");
-    c.stderr_file = log;
-    auto child = Child::spawn(c);
-    if (!child.ok()) {
-      for (auto& started : ranks_) {
-        if (started.child) started.child->signal_group(SIGKILL);
-      }
-      ranks_.clear();
-      return child.error();
-    }
     Rank& rk = ranks_[static_cast<std::size_t>(r)];
-    rk.child = std::move(child).value();
+    if (use_standbys) {
+      Standby& sb = standbys_[static_cast<std::size_t>(r)];
+      std::error_code ec;
+      fs::rename(sb.log, log, ec);
+      std::string go;
+      for (const auto& [k, v] : rank_env(spec, r, port_)) {
+        if (k.find('\n') == std::string::npos && v.find('\n') == std::string::npos) {
+          go += k + "=" + v + "\n";
+        }
+      }
+      go += "\n";
+      const ssize_t n = ::write(sb.child->in_fd(), go.data(), go.size());
+      sb.child->close_in();
+      if (n == static_cast<ssize_t>(go.size())) {
+        rk.child = std::move(sb.child);
+        ++standbys_used_;
+      }
+    }
+    if (!rk.child) {
+      ChildSpec c;
+      c.argv = spec.argv;
+      c.env = rank_env(spec, r, port_);
+      c.unset_env = foreign_identity();
+      c.stderr_file = log;
+      auto child = Child::spawn(c);
+      if (!child.ok()) {
+        for (auto& started : ranks_) {
+          if (started.child) started.child->signal_group(SIGKILL);
+        }
+        ranks_.clear();
+        discard_standbys();
+        return child.error();
+      }
+      rk.child = std::move(child).value();
+    }
     rk.log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     rk.oom = oom_snapshot(rk.child->pid());
   }
+  if (use_standbys) discard_standbys();  // the unused ones
+  spec_ = spec;
+  standbys_started_ = false;
+  reported_output_.assign(static_cast<std::size_t>(world), false);
   active_ = true;
   return core::ok_status();
 }
@@ -100,9 +185,10 @@ void LocalRunner::drain(Rank& r, int rank, std::vector<AttemptEvent>& events) {
   std::vector<std::string> lines;
   const bool open = r.out.read_from(r.child->out_fd(), lines);
   for (auto& l : lines) {
-    if (l.empty() || l.front() != '{') write_line(r.log_fd, l);
+    if (!parse_event_line(l)) write_line(r.log_fd, l);  // not telemetry
     events.emplace_back(std::in_place_type<RankOutput>, RankOutput{rank, std::move(l)});
   }
+  if (!lines.empty()) reported_output_[static_cast<std::size_t>(rank)] = true;
   if (!open) r.child->close_out();
 }
 
@@ -129,6 +215,12 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
         events.emplace_back(std::in_place_type<RankExit>, x);
         r.reported = true;
       }
+    }
+    // Every rank is up and talking: start the next attempt's standbys now, so that they load
+    // while this attempt trains rather than while it starts.
+    if (!standbys_started_ &&
+        std::all_of(reported_output_.begin(), reported_output_.end(), [](bool b) { return b; })) {
+      start_standbys();
     }
     const bool all_gone =
         std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.reported; });

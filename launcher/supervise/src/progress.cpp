@@ -48,6 +48,7 @@ void ConsoleStatus::update(const RunSummary& s, double wall) {
     show();
   } else if (wall - last_plain_ >= plain_interval_s_ || state != last_state_) {
     last_plain_ = wall;
+    printed_ = line_;
     std::fprintf(out_, "%s\n", line_.c_str());
     std::fflush(out_);
   }
@@ -63,7 +64,8 @@ void ConsoleStatus::finish(const RunSummary& s, double wall) {
   if (tty_) {
     std::fprintf(out_, "\r%s\x1b[K\n", line_.c_str());
     shown_ = false;
-  } else {
+  } else if (line_ != printed_) {
+    printed_ = line_;
     std::fprintf(out_, "%s\n", line_.c_str());
   }
   std::fflush(out_);

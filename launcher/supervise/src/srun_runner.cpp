@@ -109,7 +109,7 @@ void SrunRunner::drain(std::vector<AttemptEvent>& events) {
     const bool open = out_.read_from(srun_->out_fd(), lines);
     for (const auto& l : lines) {
       if (auto lab = parse_label(l)) {
-        if (lab->text.empty() || lab->text.front() != '{') rank_log(lab->rank, lab->text);
+        if (!parse_event_line(lab->text)) rank_log(lab->rank, lab->text);  // not telemetry
         events.emplace_back(std::in_place_type<RankOutput>,
                             RankOutput{lab->rank, std::string(lab->text)});
       } else {

@@ -155,7 +155,11 @@ struct Supervisor::Attempt {
   bool killed = false;
   double killed_at = 0;
   bool hang_kill = false;
+  std::optional<double> comm_seen_at;  // the first failure was only a peer's COMM_ERROR
+  std::vector<std::string> hosts;      // the step's nodes (Slurm)
+  double last_node_check = 0;
   std::optional<double> checkpoint_requested_at;
+  std::int64_t checkpoint_at_request = -1;
   bool checkpoint_saved = false;
   std::optional<ExitStatus> exit;
   std::int64_t checkpoint_on_disk = -1;
@@ -228,6 +232,11 @@ json failure_fields(const Failure& f) {
              f);
   return j;
 }
+
+// How long a peer's COMM_ERROR waits for a better root cause (docs/supervisor.md).
+constexpr double kCommGraceS = 1.0;
+// How often Slurm is asked about the step's nodes while an attempt is not healthy.
+constexpr double kNodeCheckS = 5.0;
 
 // The exit of a rank we were stopping is a consequence of our own signal, not a failure.
 bool caused_by_us(const ExitStatus& st, const std::set<int>& sent) {
@@ -581,6 +590,21 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       if (end) a.candidates.push_back(*end);
     }
 
+    // A node that died is declared by Slurm only after SlurmdTimeout; meanwhile a new step waits
+    // for its resources ("step creation temporarily disabled") and the old one's ranks report
+    // COMM_ERROR. While the attempt is not healthy, or a COMM_ERROR waits for its cause, ask
+    // Slurm every kNodeCheckS about the step's nodes.
+    if (d_.job.under_slurm() && !a.teardown && !a.hosts.empty() &&
+        now - a.last_node_check >= kNodeCheckS &&
+        (a.comm_seen_at || summary_.state == RunState::kLaunching ||
+         summary_.state == RunState::kUnhealthy)) {
+      a.last_node_check = now;
+      if (auto bad = d_.job.unhealthy_nodes(a.hosts); bad.ok() && !bad->empty()) {
+        spdlog::warn("Slurm reports node {} down or not responding", bad->front());
+        a.candidates.push_back(NodeLoss{bad->front()});
+      }
+    }
+
     // Trainers without heartbeats make progress by writing checkpoints.
     if (now - a.last_disk_check >= 1.0) {
       a.last_disk_check = now;
@@ -615,13 +639,25 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       for (const auto& f : a.candidates) {
         if (failure_priority(f) > failure_priority(*best)) best = &f;
       }
-      if (std::holds_alternative<Preemption>(*best)) {
+      // A rank that dies is reported by its peers (COMM_ERROR) before srun reports the death
+      // itself: wait up to kCommGraceS for the root cause before tearing the step down (which
+      // would make every later exit look like our own kill).
+      const bool comm_only = std::holds_alternative<CommFailure>(*best);
+      if (comm_only && !a.comm_seen_at) a.comm_seen_at = now;
+      if (comm_only && now - *a.comm_seen_at < kCommGraceS) {
+        // keep polling
+      } else if (std::holds_alternative<Preemption>(*best)) {
         if (!a.checkpoint_requested_at) {
           GRPO_TRY_STATUS(transition(Trigger::kPreemption, describe(*best)));
           a.checkpoint_requested_at = now;
-          spdlog::info("asking the trainer for a checkpoint (SIGUSR2) before yielding");
-          a.sent.insert(SIGUSR2);
-          if (auto st = d_.runner.signal(SIGUSR2); !st.ok()) {
+          a.checkpoint_at_request = a.checkpoint_on_disk;
+          // grpo-trainer checkpoints on SIGUSR2 and goes on; a torchrun-style trainer is asked
+          // to stop with SIGTERM (its checkpoint-and-exit convention).
+          const int sig = embedded() ? SIGUSR2 : SIGTERM;
+          spdlog::info("asking the trainer for a checkpoint ({}) before yielding",
+                       signal_text(sig));
+          a.sent.insert(sig);
+          if (auto st = d_.runner.signal(sig); !st.ok()) {
             spdlog::warn("cannot signal the ranks: {}", st.error().message);
           }
         }
@@ -629,7 +665,10 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
         if (summary_.state != RunState::kStopping) {
           GRPO_TRY_STATUS(transition(Trigger::kFailure, describe(*best)));
         }
-        GRPO_TRY_STATUS(stop_attempt(a, !a.hang_kill));
+        // grpo-trainer's state after a failure is useless (the group is broken; checkpoints are
+        // atomic; its telemetry is flushed line by line): kill at once. Another trainer gets
+        // SIGTERM and --stop-grace to exit by itself; a hung rank cannot act on SIGTERM.
+        GRPO_TRY_STATUS(stop_attempt(a, !embedded() && !a.hang_kill));
       }
     }
     if (a.checkpoint_requested_at && !a.teardown) {
@@ -637,7 +676,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       const double limit = o_.config.checkpoint_timeout_s > 0
                                ? o_.config.checkpoint_timeout_s
                                : std::max(60.0, 3.0 * s + 3.0 * timings_.longest_checkpoint());
-      if (a.checkpoint_saved) {
+      if (a.checkpoint_saved || a.checkpoint_on_disk > a.checkpoint_at_request) {
         spdlog::info("checkpoint written; stopping the ranks");
         GRPO_TRY_STATUS(stop_attempt(a, false));
       } else if (now - *a.checkpoint_requested_at > limit) {
@@ -659,11 +698,19 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
     }
     tick(false);
   }
+  // Finished: every rank exited 0 by itself, or (grpo-trainer) said `done` even while we were
+  // asking it to yield. A torchrun-style trainer that exits 0 after our SIGTERM only stopped.
   const bool success = exited_zero(*a.exit);
-  const bool preempting = std::any_of(a.candidates.begin(), a.candidates.end(), [](const auto& f) {
-    return std::holds_alternative<Preemption>(f);
-  });
-  if (success && (!a.teardown || preempting)) return Ending::kCompleted;
+  bool all_done = true;
+  for (int r = 0; r < a.spec.world_size(); ++r) all_done = all_done && a.monitor.rank_done(r);
+  const bool stopped_by_us = a.sent.count(SIGTERM) > 0 || a.sent.count(SIGKILL) > 0;
+  // grpo-trainer's work is done only when every rank said so: srun can exit 0 for a step whose
+  // tasks never ran (a launch failure on a node that is going down).
+  if (success && (all_done || (!stopped_by_us && !embedded()))) return Ending::kCompleted;
+  if (success && !stopped_by_us) {
+    a.candidates.push_back(
+        RankCrash{-1, 0, 0, "the step ended with exit 0 before training finished"});
+  }
   return Ending::kFailed;
 }
 
@@ -708,7 +755,8 @@ core::Result<int> Supervisor::run() {
     }
     const int nodes = std::max(1, usable_nodes(available));
     Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
-    std::vector<std::string> hosts;
+    a.last_node_check = a.start;
+    std::vector<std::string>& hosts = a.hosts;
     for (const auto& n : alloc) {
       if (static_cast<int>(hosts.size()) == nodes) break;
       if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);

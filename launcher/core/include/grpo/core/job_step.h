@@ -29,7 +29,9 @@ Status check_allocation(const RunSpec& spec, const Allocation& allocation);
 std::vector<std::string> step_nodes(const RunSpec& spec, const Allocation& allocation);
 
 // srun's argv for the run's one job step:
-//   srun --mpi=pmix --label --kill-on-bad-exit=1 --distribution=block [--exclude=a,b]
+//   srun --mpi=pmix --label --kill-on-bad-exit=1 --distribution=block --overlap [--exclude=a,b]
+// (--overlap: after a node died, the previous step holds its CPUs on the surviving nodes until
+// Slurm declares the node down; the next step must not wait for them.)
 //        --nodes=N --ntasks=N*T --ntasks-per-node=T [--cpus-per-task=C] <trainer argv...>
 // `srun` is the program name (a path, or looked up in PATH).
 std::vector<std::string> srun_command(const RunSpec& spec, const std::string& srun = "srun");

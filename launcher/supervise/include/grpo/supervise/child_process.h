@@ -24,6 +24,8 @@ struct ChildSpec {
   std::vector<std::string> unset_env;      // removed from it
   // stderr: appended to this file (created 0600), or a pipe when nullopt.
   std::optional<std::filesystem::path> stderr_file;
+  // stdin: a pipe we write to (in_fd()) instead of /dev/null.
+  bool stdin_pipe = false;
 };
 
 // Splits what a pipe delivers into lines. Lines longer than 1 MiB are cut.
@@ -50,8 +52,10 @@ class Child {
   pid_t pid() const { return pid_; }
   int out_fd() const { return out_; }  // -1 once closed
   int err_fd() const { return err_; }  // -1 when not piped or closed
+  int in_fd() const { return in_; }    // -1 when not piped or closed
   void close_out();
   void close_err();
+  void close_in();
   // Reaps it without waiting; the status once it has ended (then always the same).
   std::optional<slurm::ExitStatus> try_reap();
   bool reaped() const { return status_.has_value(); }
@@ -64,6 +68,7 @@ class Child {
   pid_t pid_ = -1;
   int out_ = -1;
   int err_ = -1;
+  int in_ = -1;
   std::optional<slurm::ExitStatus> status_;
 };
 

@@ -4,6 +4,14 @@
 // port per attempt, TORCHELASTIC_RESTART_COUNT). Each rank's stdout is read as JSONL telemetry;
 // its stderr goes to <log_dir>/rank-<r>.log (with its stdout lines that are not telemetry).
 // Ranks lead their own process groups and die with the supervisor (PR_SET_PDEATHSIG).
+//
+// Standby ranks (`standby`, on by default): once every rank of an attempt has reported, the
+// runner starts the next attempt's ranks ahead of need with GRPO_STANDBY=1: grpo-trainer loads
+// LibTorch (most of its start-up time) and then waits for one block of KEY=VALUE lines on stdin
+// (the attempt's environment and the rank's torchrun variables) before it starts for real. A
+// restart then skips process start-up. Standbys whose argv no longer matches (the micro batch
+// changed) are discarded (stdin closed: they exit 0). They cost memory (one idle process per
+// rank), no CPU. Only for the embedded trainer; an external trainer gets fresh processes.
 #pragma once
 
 #include <memory>
@@ -16,7 +24,7 @@ namespace grpo::supervise {
 
 class LocalRunner final : public AttemptRunner {
  public:
-  LocalRunner() = default;
+  explicit LocalRunner(bool standby = false) : standby_enabled_(standby) {}
   ~LocalRunner() override;
   std::string_view kind() const override { return "local"; }
   core::Status start(const AttemptSpec& spec) override;
@@ -26,8 +34,16 @@ class LocalRunner final : public AttemptRunner {
   bool active() const override { return active_; }
   std::vector<std::string> nodes() const override { return {"localhost"}; }
   int master_port() const { return port_; }  // of the newest attempt
+  // Ranks of the newest attempt that were standbys (0: all started cold).
+  int standbys_used() const { return standbys_used_; }
 
  private:
+  struct Standby {
+    std::unique_ptr<Child> child;
+    std::filesystem::path log;  // renamed to the attempt's rank log when used
+  };
+  void start_standbys();
+  void discard_standbys();
   struct Rank {
     std::unique_ptr<Child> child;
     LineBuffer out;
@@ -42,6 +58,12 @@ class LocalRunner final : public AttemptRunner {
   bool active_ = false;
   int port_ = 0;
   std::optional<ExitStatus> first_bad_;
+  bool standby_enabled_;
+  AttemptSpec spec_;               // of the newest attempt
+  std::vector<Standby> standbys_;  // for the next attempt, started with spec_.argv
+  bool standbys_started_ = false;  // for the current attempt
+  int standbys_used_ = 0;
+  std::vector<bool> reported_output_;
 };
 
 }  // namespace grpo::supervise

@@ -42,6 +42,7 @@ class ConsoleStatus final : public StatusSink {
   double last_metrics_ = -1e18;
   std::string last_state_;
   std::string line_;
+  std::string printed_;  // the newest plain line
   bool shown_ = false;
 };
 

@@ -141,6 +141,7 @@ class Supervisor {
   AttemptSpec make_spec(int attempt, int nodes, std::int64_t resume_step) const;
   int usable_nodes(int available) const;
   Context policy_context(const Attempt& a) const;
+  bool embedded() const { return o_.config.contract == TrainerContract::kEmbedded; }
 
   SupervisorOptions o_;
   SupervisorDeps d_;

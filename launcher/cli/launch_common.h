@@ -1,0 +1,43 @@
+// What render, submit and run share (launch_commands.cpp): the prepared run (plan, run
+// directory, trainer command, supervisor settings, batch script) and the run directory's files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "grpo/core/planner.h"
+#include "grpo/core/run_spec.h"
+#include "grpo/supervise/supervisor.h"
+
+namespace grpo::cli {
+
+struct Prepared {
+  core::Plan plan;
+  std::string run_dir;  // absolute
+  std::string script;   // empty unless rendered
+  core::RunSpec run;
+  std::vector<std::string> trainer_sets;
+  supervise::SupervisorConfig supervisor;
+};
+
+// The run of a plan: run directory name, trainer command (the embedded grpo-trainer with the
+// plan's workload settings, the user's trainer --set and --fault; or --trainer-cmd), the
+// supervisor settings, and with `render_script` the batch script. Errors: input errors
+// (--trainer-cmd syntax, trainer settings with --trainer-cmd), a missing template.
+core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
+                               bool render_script);
+// plan.json, rankmap.json, env.json, run.json, supervisor.json (and job.sbatch when rendered).
+std::map<std::string, std::string> run_dir_files(const Prepared& p);
+supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core::Plan& plan);
+// SFT + GRPO steps of grpo-trainer with these settings.
+std::int64_t total_steps(const std::vector<std::string>& trainer_sets);
+// Moves the trainer's --set keys (core::is_trainer_key) from plan.sets to trainer_sets.
+LaunchArgs split_trainer_sets(const LaunchArgs& args);
+// /proc/self/exe (empty when unknown).
+std::filesystem::path executable_path();
+
+}  // namespace grpo::cli

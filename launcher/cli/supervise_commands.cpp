@@ -1,0 +1,247 @@
+// grpo-launch run / supervise: a run directory supervised until training finishes
+// (docs/supervisor.md). `run` plans and writes the run directory like submit, then supervises it
+// here with local ranks; `supervise` is the batch script's side (srun job steps inside the
+// allocation) and, outside a Slurm job, continues a run directory locally.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "exit_codes.h"
+#include "grpo/core/job_step.h"
+#include "grpo/core/plan_render.h"
+#include "grpo/core/run_spec.h"
+#include "grpo/core/shell_quote.h"
+#include "grpo/io/files.h"
+#include "grpo/slurm/process_runner.h"
+#include "grpo/slurm/signals.h"
+#include "grpo/slurm/slurm_job.h"
+#include "grpo/slurm/step_runner.h"
+#include "grpo/supervise/clock.h"
+#include "grpo/supervise/local_runner.h"
+#include "grpo/supervise/progress.h"
+#include "grpo/supervise/slurm_job_control.h"
+#include "grpo/supervise/srun_runner.h"
+#include "grpo/supervise/supervisor.h"
+#include "launch_common.h"
+
+namespace grpo::cli {
+
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::make_error;
+
+namespace {
+
+int fail(const core::Error& e) {
+  print_error(e.str());
+  return exit_code_for(e);
+}
+
+core::Result<nlohmann::json> read_json(const fs::path& path) {
+  GRPO_TRY(const std::string text, io::read_file(path));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    return make_error(ErrorKind::kParse, "not valid JSON", core::SourceLocation{path.string()});
+  }
+  return j;
+}
+
+nlohmann::json allocation_json(const slurm::JobInfo& job, const std::vector<std::string>& nodes,
+                               const std::vector<std::string>& argv) {
+  nlohmann::json j;
+  j["schema"] = "grpo-launch/allocation/v1";
+  j["job_id"] = job.job_id;
+  j["state"] = job.state;
+  j["partition"] = job.partition;
+  j["node_list"] = job.node_list;
+  j["allocation_nodes"] = job.nodes;
+  j["step_nodes"] = nodes;
+  j["tasks_per_node"] = job.tasks_per_node;
+  j["restart_count"] = job.restart_count;
+  j["batch_host"] = job.batch_host;
+  j["time_limit_minutes"] =
+      job.time_limit_minutes ? nlohmann::json(*job.time_limit_minutes) : nlohmann::json(nullptr);
+  j["start_time"] = job.start_time;
+  j["end_time"] = job.end_time;
+  j["srun"] = argv;
+  return j;
+}
+
+// What a run directory holds for the supervisor.
+struct RunDir {
+  fs::path dir;
+  core::RunSpec spec;
+  core::EnvMap env;
+  supervise::SupervisorConfig config;
+};
+
+core::Result<RunDir> load_run_dir(const std::string& given) {
+  RunDir r;
+  std::error_code ec;
+  r.dir = fs::absolute(given, ec).lexically_normal();
+  GRPO_TRY(const nlohmann::json run_json, read_json(r.dir / "run.json"));
+  GRPO_TRY(r.spec, core::run_spec_from_json(run_json, (r.dir / "run.json").string()));
+  GRPO_TRY(const nlohmann::json env_json, read_json(r.dir / "env.json"));
+  GRPO_TRY(r.env, core::job_env_from_json(env_json, (r.dir / "env.json").string()));
+  GRPO_TRY(const nlohmann::json map_json, read_json(r.dir / "rankmap.json"));
+  GRPO_TRY(const core::RankMapShape shape,
+           core::rank_map_shape_from_json(map_json, (r.dir / "rankmap.json").string()));
+  if (shape.nodes != r.spec.nodes || shape.ranks_per_node != r.spec.ranks_per_node) {
+    return make_error(ErrorKind::kInvalidValue, "run.json (" + std::to_string(r.spec.nodes) +
+                                                    " x " + std::to_string(r.spec.ranks_per_node) +
+                                                    ") does not match rankmap.json (" +
+                                                    std::to_string(shape.nodes) + " x " +
+                                                    std::to_string(shape.ranks_per_node) + ")");
+  }
+  if (fs::exists(r.dir / "supervisor.json", ec)) {
+    GRPO_TRY(const nlohmann::json sj, read_json(r.dir / "supervisor.json"));
+    GRPO_TRY(r.config,
+             supervise::supervisor_config_from_json(sj, (r.dir / "supervisor.json").string()));
+  } else {
+    // A run directory from before the supervisor: only grpo-trainer's exit codes are known.
+    const std::string exe = fs::path(r.spec.trainer_command.front()).filename().string();
+    r.config.contract = exe == "grpo-trainer" ? supervise::TrainerContract::kEmbedded
+                                              : supervise::TrainerContract::kExternal;
+  }
+  return r;
+}
+
+std::string log_level(const GlobalArgs& global) {
+  return global.log_level.empty() ? std::string("info") : global.log_level;
+}
+
+int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool local,
+                  const std::string& srun) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Signals first: a USR2 or TERM during the setup below must not kill us silently. A rank
+  // that died between our check and a write to its pipe must not kill us either.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto signals = slurm::ProcessSignals::install();
+  if (!signals.ok()) return fail(signals.error());
+  auto loaded = load_run_dir(run_dir);
+  if (!loaded.ok()) return fail(loaded.error());
+  RunDir& r = loaded.value();
+
+  supervise::ConsoleStatus status(r.dir, r.spec.run_id, ::isatty(STDOUT_FILENO) == 1, stdout);
+  supervise::install_logger(log_level(global), &status);
+
+  supervise::SupervisorOptions o;
+  o.run_dir = r.dir;
+  o.profile = r.spec.profile;
+  o.model = r.spec.model;
+  o.trainer_argv = r.spec.trainer_command;
+  for (const auto& [k, v] : r.env) o.env[k] = v;
+  o.env["GRPO_RUN_DIR"] = r.dir.string();
+  o.env["GRPO_RUN_ID"] = r.spec.run_id;
+  o.nodes = r.spec.nodes;
+  o.ranks_per_node = r.spec.ranks_per_node;
+  o.config = r.config;
+  supervise::SystemClock clock;
+
+  std::unique_ptr<supervise::AttemptRunner> runner;
+  std::unique_ptr<supervise::JobControl> job;
+  std::unique_ptr<slurm::LibSlurm> lib;
+  slurm::PosixProcessRunner processes;
+  if (local) {
+    // Standby ranks only for grpo-trainer, which knows GRPO_STANDBY.
+    runner = std::make_unique<supervise::LocalRunner>(r.config.contract ==
+                                                      supervise::TrainerContract::kEmbedded);
+    job = std::make_unique<supervise::LocalJobControl>();
+    // Every rank on this machine: one "node" of world_size ranks.
+    o.ranks_per_node = r.spec.nodes * r.spec.ranks_per_node;
+    o.nodes = 1;
+  } else {
+    auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
+    if (!job_id.ok()) return fail(job_id.error());
+    auto opened = slurm::LibSlurm::open();
+    if (!opened.ok()) return fail(opened.error());
+    lib = std::move(opened).value();
+    auto info = slurm::discover_allocation(*lib, job_id.value(), r.spec);
+    if (!info.ok()) return fail(info.error());
+    const auto nodes = core::step_nodes(r.spec, slurm::to_allocation(info.value()));
+    if (auto st = io::write_file_atomic(
+            r.dir / "allocation.json",
+            allocation_json(info.value(), nodes, core::srun_command(r.spec, srun)).dump(2) + "\n",
+            0600);
+        !st.ok()) {
+      return fail(st.error());
+    }
+    supervise::SrunOptions so;
+    so.srun = srun;
+    so.cpus_per_task = r.spec.cpus_per_task;
+    so.allocation_nodes = info->nodes;
+    runner = std::make_unique<supervise::SrunRunner>(so);
+    supervise::SlurmJobControlOptions jo;
+    jo.job_id = job_id.value();
+    jo.restart_count = info->restart_count;
+    if (const char* rc = std::getenv("SLURM_RESTART_COUNT"); rc != nullptr && *rc != '\0') {
+      jo.restart_count = std::atoi(rc);
+    }
+    jo.allocation_nodes = info->nodes;
+    job = std::make_unique<supervise::SlurmJobControl>(*lib, processes, jo);
+    std::string nodes_text;
+    for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
+    const auto setup_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::fprintf(stderr, "grpo-launch supervise: job %u (restart %d) on %s, setup %lld ms\n",
+                 job_id.value(), jo.restart_count, nodes_text.c_str(),
+                 static_cast<long long>(setup_ms));
+  }
+  supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr};
+  auto sup = supervise::Supervisor::open(o, deps);
+  if (!sup.ok()) return fail(sup.error());
+  auto code = sup.value()->run();
+  if (!code.ok()) return fail(code.error());
+  const auto& s = sup.value()->summary();
+  std::fprintf(stderr, "grpo-launch: run %s at step %lld of %lld, %d restart(s); exit %d\n",
+               std::string(supervise::to_string(s.state)).c_str(),
+               static_cast<long long>(s.last_step), static_cast<long long>(s.total_steps),
+               s.restarts, code.value());
+  return code.value();
+}
+
+}  // namespace
+
+int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const bool local = args.local || job == nullptr || *job == '\0';
+  return supervise_dir(global, args.run_dir, local, args.srun);
+}
+
+int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
+  const LaunchArgs args = split_trainer_sets(given);
+  auto built = build_plan(global, args.plan);
+  if (!built.ok()) return fail(built.error());
+  if (!core::plan_ok(built.value())) {
+    std::cout << core::render_summary(built.value());
+    print_error("the plan is not runnable (see the diagnostics above); nothing was started");
+    return kExitFindings;
+  }
+  auto prepared = prepare(global, args, std::move(built).value(), false);
+  if (!prepared.ok()) return fail(prepared.error());
+  const Prepared& p = prepared.value();
+  if (auto st = io::create_dir_atomic(p.run_dir, run_dir_files(p)); !st.ok()) {
+    auto e = st.error();
+    std::error_code ec;
+    if (fs::exists(fs::path(p.run_dir) / "events.jsonl", ec)) {
+      e.message += "; continue that run with: grpo-launch supervise --run-dir " +
+                   core::shell_quote(p.run_dir);
+    }
+    return fail(e);
+  }
+  std::cout << "Run directory: " << p.run_dir << "\n"
+            << p.plan.model.name << " on " << p.plan.cluster.name << ": " << p.run.world_size()
+            << " rank(s), " << p.supervisor.total_steps
+            << " steps; follow it with: grpo-launch status " << core::shell_quote(p.run_dir) << "\n"
+            << std::flush;
+  return supervise_dir(global, p.run_dir, true, "srun");
+}
+
+}  // namespace grpo::cli

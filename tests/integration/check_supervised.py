@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Checks a supervised run directory's event log (docs/events.md) after a fault test.
+
+usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]... [--allow CLASS]...
+                           [--attempts N] [--world-size N] [--summary]
+
+- the log is whole JSON lines with increasing seq, and ends with run_finished{exit_code: CODE}
+  (default 0);
+- every `failure` event's class is among the --failure and --allow classes, and each --failure
+  class occurred;
+- --attempts: at least this many attempts;
+- no step lost beyond the last checkpoint: every attempt after the first resumes from the newest
+  checkpoint saved before it started (attempt_started.resume_step), its ranks load exactly that
+  checkpoint (checkpoint_loaded.step) and its first completed step is the next one;
+- on success, the ranks of the last attempt all report `done` with one weights_sha256, equal to
+  --sha when given, and every step 1..total was completed at least once;
+- --world-size: the last attempt's world size.
+--summary prints a one-line summary (attempts, failures, decisions, lost time) on success.
+Prints every problem and exits 1 when there is any.
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir")
+    ap.add_argument("--exit", type=int, default=0)
+    ap.add_argument("--sha")
+    ap.add_argument("--failure", action="append", default=[])
+    ap.add_argument("--allow", action="append", default=[],
+                    help="a failure class that may occur but need not")
+    ap.add_argument("--attempts", type=int, default=1)
+    ap.add_argument("--world-size", type=int)
+    ap.add_argument("--summary", action="store_true")
+    a = ap.parse_args()
+    problems = []
+    path = f"{a.run_dir}/events.jsonl"
+    events = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                problems.append(f"{path}:{n}: torn last line")
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                problems.append(f"{path}:{n}: not JSON: {e}")
+    seqs = [e.get("seq") for e in events]
+    if seqs != sorted(seqs) or len(set(seqs)) != len(seqs):
+        problems.append("seq is not strictly increasing")
+
+    fin = [e for e in events if e["type"] == "run_finished"]
+    if not fin:
+        problems.append("no run_finished event")
+    elif fin[-1]["exit_code"] != a.exit:
+        problems.append(f"run_finished exit_code {fin[-1]['exit_code']}, expected {a.exit}")
+
+    classes = [e["class"] for e in events if e["type"] == "failure"]
+    for c in classes:
+        if c not in a.failure and c not in a.allow:
+            problems.append(f"unexpected failure class {c!r} (expected one of {a.failure})")
+    for c in a.failure:
+        if c not in classes:
+            problems.append(f"no failure of class {c!r} (saw {classes})")
+
+    attempts = [e for e in events if e["type"] == "attempt_started"]
+    if len(attempts) < a.attempts:
+        problems.append(f"{len(attempts)} attempt(s), expected at least {a.attempts}")
+
+    # No step lost beyond the last checkpoint.
+    newest = -1
+    current = None
+    first_step = {}
+    loaded = {}
+    for e in events:
+        t = e["type"]
+        if t == "attempt_started":
+            # A checkpoint_saved line can be lost when srun is torn down right after the save
+            # (a node loss); the supervisor then finds the checkpoint on disk.
+            r = e["resume_step"]
+            on_disk = r >= 0 and os.path.isdir(f"{a.run_dir}/checkpoints/step_{r:08d}")
+            if r < newest or (r > newest and not on_disk):
+                problems.append(f"attempt {e['attempt']} resumes from {r}, "
+                                f"the newest checkpoint saved before it is {newest}")
+            newest = max(newest, r)
+            current = e["attempt"]
+        elif t == "checkpoint_saved":
+            newest = max(newest, e["step"])
+        elif t == "checkpoint_loaded" and e.get("attempt") == current:
+            loaded.setdefault(current, set()).add(e["step"])
+        elif t == "step" and e.get("attempt") == current:
+            first_step.setdefault(current, e["step"])
+    for e in attempts:
+        n, resume = e["attempt"], e["resume_step"]
+        if n in first_step and first_step[n] != max(resume, 0) + 1:
+            problems.append(f"attempt {n}: first step {first_step[n]}, expected {resume + 1}")
+        if resume >= 0 and n in first_step and loaded.get(n) != {resume}:
+            problems.append(f"attempt {n}: loaded checkpoints {loaded.get(n)}, expected {{{resume}}}")
+
+    last = attempts[-1] if attempts else None
+    if a.world_size is not None and last is not None and last["world_size"] != a.world_size:
+        problems.append(f"last attempt world_size {last['world_size']}, expected {a.world_size}")
+    if a.exit == 0 and last is not None:
+        done = [e for e in events if e["type"] == "done" and e.get("attempt") == last["attempt"]]
+        if len(done) != last["world_size"]:
+            problems.append(f"{len(done)} done event(s) in the last attempt, "
+                            f"expected {last['world_size']}")
+        shas = {e.get("weights_sha256") for e in done}
+        if len(shas) != 1:
+            problems.append(f"ranks disagree on the final weights: {shas}")
+        elif a.sha and shas != {a.sha}:
+            problems.append(f"final weights {shas.pop()} differ from the reference {a.sha}")
+        started = [e for e in events if e["type"] == "run_started"]
+        total = started[-1].get("total_steps", 0) if started else 0
+        steps = {e["step"] for e in events if e["type"] == "step"}
+        missing = [s for s in range(1, total + 1) if s not in steps]
+        if missing:
+            problems.append(f"steps never completed: {missing}")
+
+    for p in problems:
+        print(f"check_supervised: {p}", file=sys.stderr)
+    if problems:
+        print(f"check_supervised: FAILED ({len(problems)} problem(s)) in {path}", file=sys.stderr)
+        for e in events:
+            if e.get("source") != "trainer":
+                print("  " + json.dumps(e)[:300], file=sys.stderr)
+        return 1
+    if a.summary:
+        decisions = [f"{e['kind']}" for e in events if e["type"] == "decision"]
+        t0 = events[0]["time"] if events else 0
+        t1 = events[-1]["time"] if events else 0
+        print(f"check_supervised: ok: {len(attempts)} attempt(s), failures {classes or 'none'}, "
+              f"decisions {decisions or 'none'}, wall {t1 - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

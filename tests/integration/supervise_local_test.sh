@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The supervisor in local mode (`grpo-launch run --profile local-cpu`, no Slurm) against the
+# real grpo-trainer with injected faults (docs/supervisor.md). Each test ends with training
+# complete (or the documented failure), no step lost beyond the last checkpoint, and the final
+# weights of an uninterrupted run of the same configuration (2 ranks, 1 thread, same seed).
+#   supervise_local_test.sh MODE GRPO_LAUNCH GRPO_TRAINER SOURCE_DIR REFERENCE_DIR
+#   MODE  reference   the uninterrupted run; writes REFERENCE_DIR/sha (a fixture of the others)
+#         kill9       rank 1 killed by SIGKILL at step 5 (fault sigkill)
+#         hang        rank 1 stopped with SIGSTOP after step 4: detected within --hang-timeout + 1 s
+#         oom         OOM_ERROR at step 5: micro batch halved, then training completes
+#         torn        crash while writing the checkpoint of step 6: resumes from step 4
+#         budget      a crash on every attempt: --max-restarts 2 used up, exit 80
+#         supervisor  the supervisor itself killed (-9) at step 5; `supervise` continues the run
+#         sigint      Ctrl-C: checkpoint and exit 130; `supervise` continues the run
+# shellcheck source=tests/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/integration/supervise_lib.sh
+source "$(dirname "$0")/supervise_lib.sh"
+mode=$1 launch=$2 trainer=$3 src=$4 refdir=$5
+check=(python3 "$src/tests/integration/check_supervised.py")
+export PATH="$(dirname "$trainer"):$PATH" OMP_WAIT_POLICY=PASSIVE
+unset SLURM_JOB_ID
+run=$TEST_TMP/run
+base=(--log-level info run --profile local-cpu --model tiny-moe --run-dir "$run" "${GRPO_TRAINER_SETS[@]}"
+  --backoff 0.1)
+
+reference_sha() {
+  [[ -s "$refdir/sha" ]] || fail "no reference weights in $refdir/sha (the reference test failed)"
+  cat "$refdir/sha"
+}
+
+show() { tail -n 30 "$TEST_TMP/out" "$TEST_TMP/err" >&2 || true; }
+
+t0=$(now_ms)
+case "$mode" in
+  reference)
+    "$launch" "${base[@]}" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || { show; fail "reference run failed"; }
+    "${check[@]}" "$run" --summary || fail "reference run"
+    sha=$(final_sha "$run")
+    [[ -n "$sha" ]] || fail "no final weights"
+    mkdir -p "$refdir" && echo "$sha" >"$refdir/sha"
+    # The run directory: 0700, its logs, the Prometheus file.
+    [[ "$(stat -c %a "$run")" == 700 && "$(stat -c %a "$run/logs")" == 700 ]] || fail "modes"
+    [[ -s "$run/logs/attempt-1/rank-0.log" && -s "$run/logs/attempt-1/rank-1.log" ]] || fail "rank logs"
+    grep -q '^grpo_step{run="run"} 10' "$run/metrics.prom" || fail "metrics.prom: $(cat "$run/metrics.prom")"
+    grep -q "step 10/10" "$TEST_TMP/out" || fail "no final progress line: $(cat "$TEST_TMP/out")"
+    ;;
+  kill9)
+    "$launch" "${base[@]}" --fault 'sigkill@step=5,rank=1' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
+    ;;
+  hang)
+    "$launch" "${base[@]}" --hang-timeout 3 >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    sup=$!
+    wait_step "$run" 4 60 "$sup"
+    pid=$(rank_pid "$run" 1)
+    [[ -n "$pid" ]] || fail "no pid of rank 1"
+    stopped=$(now_s)
+    kill -STOP "$pid"
+    wait "$sup" || { show; fail "run failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hang"
+    python3 - "$run" "$stopped" <<'PY' || fail "hang detection too slow"
+import json, sys
+run, stopped = sys.argv[1], float(sys.argv[2])
+f = [json.loads(l) for l in open(f"{run}/events.jsonl") if '"type":"failure"' in l][0]
+latency = f["time"] - stopped
+print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
+sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
+PY
+    ;;
+  oom)
+    "$launch" "${base[@]}" --fault 'oom@step=7,phase=update' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure oom --attempts 2 --summary || fail "oom"
+    events_of "$run" remediation | grep -q '"micro_batch":8' || fail "no remediation to micro batch 8"
+    events_of "$run" OOM_ERROR | grep -q '"source":"trainer"' || fail "OOM_ERROR not forwarded"
+    events_of "$run" warning | grep -q '"kind":"oom"' || fail "no OOM warning"
+    ;;
+  torn)
+    "$launch" "${base[@]}" --fault 'torn_ckpt@step=6' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "torn"
+    events_of "$run" attempt_started | tail -1 | grep -q '"resume_step":4' || fail "did not resume from step 4"
+    ;;
+  budget)
+    rc=0
+    "$launch" "${base[@]}" --max-restarts 2 --fault 'crash@step=3,rank=1,repeat=1' \
+      >"$TEST_TMP/out" 2>"$TEST_TMP/err" || rc=$?
+    ((rc == 80)) || { show; fail "exit $rc, want 80 (restart budget used up)"; }
+    "${check[@]}" "$run" --exit 80 --failure crash --attempts 3 --summary || fail "budget"
+    grep -q "restart budget of 2 used up" "$TEST_TMP/err" || fail "no reason on stderr"
+    ;;
+  supervisor)
+    "$launch" "${base[@]}" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    sup=$!
+    wait_step "$run" 5 60 "$sup"
+    kill -9 "$sup"
+    wait "$sup" 2>/dev/null || true  # 137: killed
+    # Its ranks die with it (PR_SET_PDEATHSIG).
+    for r in 0 1; do
+      pid=$(rank_pid "$run" "$r")
+      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+      kill -0 "$pid" 2>/dev/null && fail "rank $r (pid $pid) outlived its supervisor"
+    done
+    "$launch" --log-level info supervise --run-dir "$run" >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "supervise after the kill failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --attempts 2 --summary || fail "supervisor restart"
+    [[ $(events_of "$run" run_started | wc -l) == 2 ]] || fail "expected two run_started events"
+    events_of "$run" attempt_ended | grep -q '"outcome":"abandoned"' || fail "attempt 1 not marked abandoned"
+    ;;
+  sigint)
+    "$launch" "${base[@]}" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    sup=$!
+    wait_step "$run" 4 60 "$sup"
+    kill -INT "$sup"
+    rc=0
+    wait "$sup" || rc=$?
+    ((rc == 130)) || { show; fail "exit $rc after SIGINT, want 130"; }
+    # A checkpoint is written after the signal (on request, or the periodic one of that step).
+    python3 - "$run" <<'PY' || fail "no checkpoint after SIGINT"
+import json, sys
+ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
+stop = next(e["seq"] for e in ev if e["type"] == "state" and e.get("trigger") == "preemption")
+sys.exit(0 if any(e["type"] == "checkpoint_saved" and e["seq"] > stop for e in ev) else 1)
+PY
+    "$launch" --log-level info supervise --run-dir "$run" >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "supervise after SIGINT failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure preemption --attempts 2 --summary || fail "sigint"
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo "ok: $mode in $(($(now_ms) - t0)) ms"

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The supervisor inside Slurm jobs on the real test cluster (`grpo-launch submit` -> sbatch ->
+# `grpo-launch supervise` -> srun --mpi=pmix steps) with the real grpo-trainer and injected
+# faults (docs/supervisor.md). 2 nodes x 1 rank of tiny-moe, the configuration of the local
+# tests: the final weights must equal the local uninterrupted run's (same ranks, threads, seed),
+# except after a node loss, where the run continues on 1 rank (completion and resumption only).
+#   supervise_slurm_test.sh MODE GRPO_LAUNCH GRPO_TRAINER SOURCE_DIR REFERENCE_DIR
+#   MODE  kill9       rank 1 killed by SIGKILL at step 5
+#         hang        rank 1 stopped with SIGSTOP: hang detected, the step killed, restarted
+#         oom         OOM_ERROR at step 5: micro batch halved
+#         torn        crash while writing the checkpoint of step 6
+#         node        node n2 crashes (slurmd and its tasks killed): n2 excluded, 1 rank continues
+#         usr2        USR2 to the batch shell: checkpoint, scontrol requeue, the job resumes
+#         budget      a crash on every attempt: exit 80, the job FAILED 80:0
+#         supervisor  the supervisor killed (-9), the job requeued: state rebuilt from the log
+# shellcheck source=tests/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/integration/supervise_lib.sh
+source "$(dirname "$0")/supervise_lib.sh"
+require_cluster
+mode=$1 launch=$2 trainer=$3 src=$4 refdir=$5
+check=(python3 "$src/tests/integration/check_supervised.py")
+export PATH="$(dirname "$trainer"):$PATH" OMP_WAIT_POLICY=PASSIVE
+run=$TEST_TMP/run
+cluster=${GRPO_CLUSTER_SH:?}
+cdir=${GRPO_TEST_CLUSTER_DIR:?}
+JOB=""
+killed_node=""
+
+cleanup() {
+  [[ -n "$JOB" ]] && scancel "$JOB" 2>/dev/null
+  if [[ -n "$killed_node" ]]; then
+    "$cluster" revive-node --dir "$cdir" "$killed_node" >&2 || true
+  fi
+  [[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+
+reference_sha() {
+  [[ -s "$refdir/sha" ]] || fail "no reference weights in $refdir/sha (supervise.local.reference failed)"
+  cat "$refdir/sha"
+}
+
+submit() { # extra args...
+  local out
+  out=$("$launch" --profile-dir "$src/tests/data/profiles" submit -p slurm-test -m tiny-moe \
+    --set gpus_per_node=1 --run-dir "$run" "${GRPO_TRAINER_SETS[@]}" --backoff 0.2 "$@") ||
+    fail "grpo-launch submit failed: $out"
+  JOB=$(sed -n 's/^Submitted batch job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  [[ -n "$JOB" ]] || fail "no job id in: $out"
+}
+
+show() {
+  scontrol show job "$JOB" >&2 || true
+  tail -n 40 "$run"/slurm-*.err >&2 2>/dev/null || true
+}
+
+# Waits (bounded) for the job's final jobcomp record (not a REQUEUED one); prints it.
+wait_done() { # seconds
+  local deadline=$(($(now_ms) + $1 * 1000)) rec
+  while :; do
+    rec=$(grep "^JobId=$JOB " "$cdir/jobcomp.log" 2>/dev/null | grep -E " JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE) " | tail -1 || true)
+    [[ -n "$rec" ]] && break
+    if (($(now_ms) > deadline)); then
+      show
+      fail "job $JOB did not finish within $1 s"
+    fi
+    sleep 0.2
+  done
+  echo "$rec"
+}
+
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+expect_completed() {
+  local rec
+  rec=$(wait_done "$1")
+  [[ "$(field JobState "$rec")" == COMPLETED && "$(field ExitCode "$rec")" == 0:0 ]] ||
+    { show; fail "job $JOB: $rec"; }
+}
+
+t0=$(now_ms)
+case "$mode" in
+  kill9)
+    submit --fault 'sigkill@step=5,rank=1'
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
+    ;;
+  hang)
+    submit --hang-timeout 4
+    wait_step "$run" 4 120
+    pid=$(rank_pid "$run" 1)
+    [[ -n "$pid" ]] || fail "no pid of rank 1"
+    kill -STOP "$pid" || fail "cannot stop pid $pid"
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hang"
+    ;;
+  oom)
+    submit --fault 'oom@step=7,phase=update'
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure oom --attempts 2 --summary || fail "oom"
+    events_of "$run" remediation | grep -q '"micro_batch":8' || fail "no remediation to micro batch 8"
+    ;;
+  torn)
+    submit --fault 'torn_ckpt@step=6'
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "torn"
+    ;;
+  node)
+    submit --hang-timeout 20
+    wait_step "$run" 4 120
+    killed_node=n2
+    "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
+    expect_completed 180
+    # The classes seen on the way may include the peers' comm failure before Slurm's verdict.
+    python3 - "$run" <<'PY' || fail "node loss not handled"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+fails = [e["class"] for e in ev if e["type"] == "failure"]
+excl = [e for e in ev if e["type"] == "decision" and "n2" in e.get("exclude", [])]
+last = [e for e in ev if e["type"] == "attempt_started"][-1]
+print(f"failures {fails}; excluded n2: {bool(excl)}; last attempt on {last['hosts']} "
+      f"({last['world_size']} rank)")
+ok = "node_loss" in fails and excl and not excl[0]["spends_budget"] and last["world_size"] == 1 \
+    and last["excluded"] == ["n2"]
+sys.exit(0 if ok else 1)
+PY
+    "${check[@]}" "$run" --failure node_loss --allow comm --allow crash --world-size 1 --summary ||
+      fail "node"
+    ;;
+  usr2)
+    submit
+    wait_step "$run" 4 120
+    scancel -b -s USR2 "$JOB" || fail "scancel -b -s USR2"
+    expect_completed 180
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure preemption --attempts 2 --summary || fail "usr2"
+    python3 - "$run" <<'PY' || fail "requeue not recorded"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+starts = [e for e in ev if e["type"] == "run_started"]
+ok = len(starts) == 2 and starts[1]["restart_count"] == 1 and starts[0]["slurm_job_id"] == starts[1]["slurm_job_id"]
+ok = ok and any(e["type"] == "decision" and e["kind"] == "requeue" for e in ev)
+# A checkpoint after the signal: on request, or the periodic one of the step it arrived in.
+stop = next((e["seq"] for e in ev if e["type"] == "state" and e.get("trigger") == "preemption"), None)
+ok = ok and stop is not None and any(e["type"] == "checkpoint_saved" and e["seq"] > stop for e in ev)
+sys.exit(0 if ok else 1)
+PY
+    ;;
+  budget)
+    submit --max-restarts 2 --fault 'crash@step=3,rank=1,repeat=1'
+    rec=$(wait_done 150)
+    [[ "$(field JobState "$rec")" == FAILED && "$(field ExitCode "$rec")" == 80:0 ]] ||
+      { show; fail "job $JOB: want FAILED 80:0: $rec"; }
+    "${check[@]}" "$run" --exit 80 --failure crash --attempts 3 --summary || fail "budget"
+    ;;
+  supervisor)
+    submit
+    wait_step "$run" 5 120
+    # pgrep never matches itself (a grep over /proc/*/cmdline would).
+    sup=$(pgrep -f -- "supervise --run-dir $run" | head -n 1 || true)
+    [[ -n "$sup" ]] || fail "no supervisor process found"
+    kill -9 "$sup"
+    rec=$(wait_done 60)
+    # The batch script ended with the supervisor; hand the job back to Slurm as an operator would.
+    scontrol requeue "$JOB" || fail "scontrol requeue $JOB"
+    deadline=$(($(now_ms) + 120000))
+    until [[ $(events_of "$run" run_started | wc -l) -ge 2 ]]; do
+      (($(now_ms) < deadline)) || { show; fail "the requeued job did not start a supervisor"; }
+      sleep 0.2
+    done
+    deadline=$(($(now_ms) + 150000))
+    until events_of "$run" run_finished | grep -q '"exit_code":0'; do
+      (($(now_ms) < deadline)) || { show; fail "the requeued job did not finish"; }
+      sleep 0.2
+    done
+    "${check[@]}" "$run" --sha "$(reference_sha)" --attempts 2 --summary || fail "supervisor"
+    events_of "$run" attempt_ended | grep -q '"outcome":"abandoned"' || fail "no abandoned attempt"
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo "ok: $mode in $(($(now_ms) - t0)) ms"
