@@ -1,6 +1,7 @@
 #define GRPO_COMPAT_C10D
 #include "grpo/trainer/communicator.h"
 
+#include <chrono>
 #include <cstdlib>
 
 namespace grpo::trainer {
@@ -87,6 +88,31 @@ bool is_loopback(const std::string& host) {
 }
 
 }  // namespace
+
+namespace {
+
+template <typename F>
+core::Status timed(double& total, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  core::Status st = f();
+  total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+}  // namespace
+
+core::Status TimedCommunicator::allreduce_sum(at::Tensor& t) {
+  return timed(seconds_, [&] { return inner_->allreduce_sum(t); });
+}
+core::Status TimedCommunicator::allreduce_max(at::Tensor& t) {
+  return timed(seconds_, [&] { return inner_->allreduce_max(t); });
+}
+core::Status TimedCommunicator::broadcast(at::Tensor& t, int root) {
+  return timed(seconds_, [&] { return inner_->broadcast(t, root); });
+}
+core::Status TimedCommunicator::barrier() {
+  return timed(seconds_, [&] { return inner_->barrier(); });
+}
 
 std::unique_ptr<Communicator> make_single_process_communicator() {
   return std::make_unique<SingleProcessCommunicator>();

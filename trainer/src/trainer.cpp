@@ -194,7 +194,11 @@ class Trainer {
         faults_(std::move(faults)),
         store_(options_.run_dir / "checkpoints"),
         rank_(comm_->rank()),
-        world_(comm_->world_size()) {}
+        world_(comm_->world_size()) {
+    auto t = std::make_unique<TimedCommunicator>(std::move(comm_));
+    timed_comm_ = t.get();
+    comm_ = std::move(t);
+  }
 
   int run();
   const std::string& phase() const { return phase_; }
@@ -222,6 +226,7 @@ class Trainer {
   TrainerOptions options_;
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   std::unique_ptr<Communicator> comm_;
+  TimedCommunicator* timed_comm_ = nullptr;  // comm_ itself: time inside collectives
   Telemetry& tel_;
   FaultInjector faults_;
   CheckpointStore store_;
@@ -912,18 +917,21 @@ int Trainer::run() {
     const bool sft = s <= cfg_.sft_warmup_steps;
     enter_phase(s, "start");
     fire_step_faults(s, "start");
-    if (const std::int64_t ms = faults_.slow_ms(s); ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    }
     const auto t0 = std::chrono::steady_clock::now();
     if (!sft && !grpo_started_) {
       if (Status st = start_grpo(); !st.ok()) return fail(st.error());
     }
     const auto step_t0 = std::chrono::steady_clock::now();
+    const double comm_t0 = timed_comm_->seconds();
+    // An injected straggler is slow inside the step, as a slow rank's compute would be.
+    if (const std::int64_t ms = faults_.slow_ms(s); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
     StepMetrics m;
     Status st = sft ? sft_step(s, m) : grpo_step(s, m);
     if (!st.ok()) return fail(st.error());
     const double step_s = seconds_since(step_t0);
+    const double step_comm_s = timed_comm_->seconds() - comm_t0;
     step_ = s;
 
     std::optional<double> val;
@@ -938,6 +946,7 @@ int Trainer::run() {
     m.fields["grpo_step"] = sft ? 0 : s - cfg_.sft_warmup_steps;
     m.fields["tokens"] = m.tokens;
     m.fields["step_s"] = step_s;
+    m.fields["comm_s"] = step_comm_s;
     m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
     m.fields["wall_s"] = seconds_since(t0);
     m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);

@@ -32,6 +32,26 @@ class Communicator {
 // World of one: every collective is the identity.
 std::unique_ptr<Communicator> make_single_process_communicator();
 
+// Wraps a communicator and adds up the wall time spent inside its collectives: the step
+// event's `comm_s` (docs/telemetry.md). In synchronous data parallelism that time is mostly
+// waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
+class TimedCommunicator final : public Communicator {
+ public:
+  explicit TimedCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  std::string backend() const override { return inner_->backend(); }
+  core::Status allreduce_sum(at::Tensor& tensor) override;
+  core::Status allreduce_max(at::Tensor& tensor) override;
+  core::Status broadcast(at::Tensor& tensor, int root) override;
+  core::Status barrier() override;
+  double seconds() const { return seconds_; }  // inside collectives so far
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  double seconds_ = 0;
+};
+
 struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   bool use_cuda = false;  // NCCL instead of Gloo (only when built against a CUDA LibTorch)
