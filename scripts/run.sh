@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: installs, builds, and plans Qwen3-30B-A3B GRPO on one
-# node of 8 A100-80G, printing the Parallel Config Summary (nothing is submitted).
+# The main job on the embedded default: installs, builds, and runs a short supervised GRPO
+# training of tiny-moe on this machine (profile local-cpu, 2 ranks, about a minute) with faults
+# injected: rank 1 is killed (SIGKILL) at step 120 and the update of step 370 runs out of
+# memory. The supervisor restarts from the newest checkpoint each time and halves the micro
+# batch after the OOM; training completes by itself. Then it prints `grpo-launch status` and
+# writes the HTML report. Extra arguments go to `grpo-launch run` (e.g. --fault, --set, --model).
+# The plan of a real cluster: build/launcher/cli/grpo-launch --profile a100x8 --model qwen3-30b-moe --dry-run
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/build.sh >&2
-exec build/launcher/cli/grpo-launch --profile a100x8 --model qwen3-30b-moe --dry-run "$@"
+bin=$root/build/launcher/cli/grpo-launch
+export PATH="$root/build/trainer:$PATH"
+run_dir=${GRPO_RUN_DIR:-runs/demo-$(date -u +%Y%m%dT%H%M%SZ)}
+rc=0
+"$bin" run --profile local-cpu --model tiny-moe --run-dir "$run_dir" \
+  --fault 'sigkill@step=120,rank=1' --fault 'oom@step=370,phase=update,rank=0' "$@" || rc=$?
+echo
+"$bin" status "$run_dir" || true
+"$bin" report "$run_dir" -o "$run_dir/report.html" && echo "report: $run_dir/report.html"
+exit "$rc"

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Chaos run: a local supervised training run of several minutes with a random fault every
+30-60 s, which must still complete (bench/chaos/RESULTS.md). Not part of ctest.
+
+usage: bench/chaos/chaos.py [--launch build/launcher/cli/grpo-launch]
+                            [--trainer build/trainer/grpo-trainer] [--steps 400] [--seed 1]
+                            [--min-gap 30] [--max-gap 60] [--keep DIR]
+
+The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
+--max-restarts 100, --backoff 0.5. Faults from outside, one every U(min-gap, max-gap) seconds:
+  kill9    SIGKILL to a random rank
+  stop     SIGSTOP to a random rank (a hang; the supervisor must detect and kill it)
+  corrupt  flip bytes in the newest checkpoint's model.safetensors, then SIGKILL a rank (the
+           resume must skip the corrupt checkpoint and take the one before)
+  slow     SIGSTOP a rank for 2 s, then SIGCONT (a hiccup that must not count as a hang)
+and, injected through the trainer at random steps when the run starts: oom (OOM_ERROR in the
+update: the micro batch is halved) and torn_ckpt (a crash while writing a checkpoint).
+At the end the event log is checked (tests/integration/check_supervised.py) and summarised.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def read_events(run_dir):
+    out = []
+    try:
+        with open(os.path.join(run_dir, "events.jsonl")) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def current_pids(run_dir):
+    ev = read_events(run_dir)
+    attempts = [e["attempt"] for e in ev if e["type"] == "attempt_started"]
+    if not attempts:
+        return {}
+    a = attempts[-1]
+    return {e["rank"]: e["pid"] for e in ev if e["type"] == "start" and e.get("attempt") == a}
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launch", default=os.path.join(ROOT, "build/launcher/cli/grpo-launch"))
+    ap.add_argument("--trainer", default=os.path.join(ROOT, "build/trainer/grpo-trainer"))
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--min-gap", type=float, default=30)
+    ap.add_argument("--max-gap", type=float, default=60)
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    tmp = a.keep or tempfile.mkdtemp(prefix="grpo-chaos-")
+    os.makedirs(tmp, exist_ok=True)
+    run_dir = os.path.join(tmp, "run")
+    sft = a.steps // 2
+    oom_step = rng.randint(sft // 2, a.steps - 20)
+    torn_step = rng.randint(2, a.steps // 10 - 1) * 10  # save_freq 10
+    cmd = [a.launch, "--log-level", "info", "run", "--profile", "local-cpu", "--model", "tiny-moe",
+           "--run-dir", run_dir, "--hang-timeout", "10", "--max-restarts", "100",
+           "--no-progress-restarts", "10", "--backoff", "0.5",
+           "--set", f"trainer.sft_warmup_steps={sft}",
+           "--set", f"trainer.total_training_steps={a.steps - sft}",
+           "--set", "trainer.save_freq=10", "--set", "trainer.test_freq=50",
+           "--set", "trainer.threads=1",
+           "--fault", f"oom@step={oom_step},phase=update",
+           "--fault", f"torn_ckpt@step={torn_step}"]
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(os.path.abspath(a.trainer)) + ":" + env["PATH"]
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    t0 = time.time()
+    log = open(os.path.join(tmp, "chaos.log"), "w")
+    p = subprocess.Popen(cmd, env=env, stdout=open(os.path.join(tmp, "stdout"), "w"),
+                         stderr=open(os.path.join(tmp, "stderr"), "w"))
+    injected = []
+    print(f"chaos: run dir {run_dir}; trainer faults oom@{oom_step}, torn_ckpt@{torn_step}",
+          flush=True)
+    next_at = time.time() + rng.uniform(a.min_gap, a.max_gap)
+    while p.poll() is None:
+        time.sleep(0.2)
+        if time.time() < next_at:
+            continue
+        next_at = time.time() + rng.uniform(a.min_gap, a.max_gap)
+        pids = {r: pid for r, pid in current_pids(run_dir).items() if alive(pid)}
+        if not pids:
+            continue  # between attempts: try again at the next slot
+        kind = rng.choice(["kill9", "kill9", "stop", "corrupt", "slow"])
+        rank = rng.choice(sorted(pids))
+        pid = pids[rank]
+        t = time.time() - t0
+        try:
+            if kind == "kill9":
+                os.kill(pid, signal.SIGKILL)
+            elif kind == "stop":
+                os.kill(pid, signal.SIGSTOP)
+            elif kind == "slow":
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(2)
+                os.kill(pid, signal.SIGCONT)
+            elif kind == "corrupt":
+                ck = os.path.join(run_dir, "checkpoints")
+                steps = sorted(n for n in os.listdir(ck) if n.startswith("step_"))
+                if steps:
+                    f = os.path.join(ck, steps[-1], "model.safetensors")
+                    with open(f, "r+b") as fh:
+                        fh.seek(4096)
+                        fh.write(os.urandom(64))
+                    kind = f"corrupt {steps[-1]} + kill9"
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, FileNotFoundError, OSError) as e:
+            kind += f" (missed: {e})"
+        injected.append((round(t, 1), kind, rank))
+        print(f"chaos: t={t:6.1f}s {kind} rank {rank} (pid {pid})", flush=True)
+        log.write(f"{t:.1f} {kind} rank {rank} pid {pid}\n")
+        log.flush()
+    wall = time.time() - t0
+    rc = p.returncode
+    ev = read_events(run_dir)
+    failures = [e["class"] for e in ev if e["type"] == "failure"]
+    decisions = [e["kind"] for e in ev if e["type"] == "decision"]
+    rem = [e["what"] for e in ev if e["type"] == "remediation"]
+    skipped = [e["path"] for e in ev if e["type"] == "checkpoint_skipped"]
+    attempts = sum(1 for e in ev if e["type"] == "attempt_started")
+    print(f"\nchaos: exit {rc} after {wall:.0f} s; {len(injected)} external faults + 2 trainer "
+          f"faults; {attempts} attempts")
+    print(f"chaos: failures {failures}")
+    print(f"chaos: decisions {decisions}; remediation {rem}; checkpoints skipped {skipped}")
+    check = subprocess.run([sys.executable, os.path.join(ROOT, "tests/integration/check_supervised.py"),
+                            run_dir, "--allow", "crash", "--allow", "hang", "--allow", "oom",
+                            "--allow", "comm", "--summary"], capture_output=True, text=True)
+    print(check.stdout + check.stderr, end="")
+    status = subprocess.run([a.launch, "status", run_dir], capture_output=True, text=True)
+    print(status.stdout, end="")
+    return 0 if rc == 0 and check.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
