@@ -75,7 +75,7 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     run_dir = os.path.join(tmp, "run")
     sft = a.steps // 2
-    oom_step = rng.randint(sft // 2, a.steps - 20)
+    oom_step = rng.randint(sft + 1, a.steps - 20)  # a GRPO step: the fault is in the update
     torn_step = rng.randint(2, a.steps // 10 - 1) * 10  # save_freq 10
     cmd = [a.launch, "--log-level", "info", "run", "--profile", "local-cpu", "--model", "tiny-moe",
            "--run-dir", run_dir, "--hang-timeout", "10", "--max-restarts", "100",

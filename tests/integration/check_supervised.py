@@ -75,26 +75,42 @@ def main() -> int:
     current = None
     first_step = {}
     loaded = {}
+    saved = set()  # checkpoint steps known so far
+    skipped = set()  # checkpoints the trainer refused (corrupt, torn): resume from the one before
+    expected = {}  # attempt -> the checkpoint it must load
+    loaded_steps = {(e.get("attempt"), e["step"]) for e in events if e["type"] == "checkpoint_loaded"}
     for e in events:
         t = e["type"]
         if t == "attempt_started":
             # A checkpoint_saved line can be lost when srun is torn down right after the save
-            # (a node loss); the supervisor then finds the checkpoint on disk.
+            # (a node loss) or a rank is killed between its commit and its event; the trainer
+            # loading it, or the directory being there, proves the checkpoint exists.
             r = e["resume_step"]
-            on_disk = r >= 0 and os.path.isdir(f"{a.run_dir}/checkpoints/step_{r:08d}")
+            on_disk = r >= 0 and (os.path.isdir(f"{a.run_dir}/checkpoints/step_{r:08d}") or
+                                  (e["attempt"], r) in loaded_steps)
             if r < newest or (r > newest and not on_disk):
                 problems.append(f"attempt {e['attempt']} resumes from {r}, "
                                 f"the newest checkpoint saved before it is {newest}")
             newest = max(newest, r)
             current = e["attempt"]
+            if r >= 0:
+                saved.add(r)
+            expected[current] = r
+        elif t == "checkpoint_skipped" and e.get("attempt") == current:
+            step = int(os.path.basename(e["path"].rstrip("/")).split("_")[-1])
+            skipped.add(step)
+            good = [x for x in saved if x <= expected[current] and x not in skipped]
+            expected[current] = max(good, default=-1)
         elif t == "checkpoint_saved":
             newest = max(newest, e["step"])
+            saved.add(e["step"])
         elif t == "checkpoint_loaded" and e.get("attempt") == current:
             loaded.setdefault(current, set()).add(e["step"])
         elif t == "step" and e.get("attempt") == current:
             first_step.setdefault(current, e["step"])
     for e in attempts:
-        n, resume = e["attempt"], e["resume_step"]
+        n = e["attempt"]
+        resume = expected.get(n, e["resume_step"])
         if n in first_step and first_step[n] != max(resume, 0) + 1:
             problems.append(f"attempt {n}: first step {first_step[n]}, expected {resume + 1}")
         if resume >= 0 and n in first_step and loaded.get(n) != {resume}:

@@ -72,6 +72,11 @@ TEST(RestartPolicy, CrashHangAndCommFailuresSpendTheBudgetWithBackoff) {
     EXPECT_DOUBLE_EQ(std::get<Restart>(d0).delay_s, 2);
     const auto d2 = decide(f, failed(2, true), b, {});
     EXPECT_DOUBLE_EQ(std::get<Restart>(d2).delay_s, 5);  // 2 * 2^2 = 8, capped at 5
+    // The failed attempt wrote a new checkpoint first: a new series, the base delay again.
+    Context progressed;
+    progressed.made_progress = true;
+    const auto dp = decide(f, failed(2, true), b, progressed);
+    EXPECT_DOUBLE_EQ(std::get<Restart>(dp).delay_s, 2);
     const auto d3 = decide(f, failed(3, true), b, {});
     ASSERT_TRUE(std::holds_alternative<GiveUp>(d3));
     EXPECT_EQ(std::get<GiveUp>(d3).exit_code, kExitRestartBudget);

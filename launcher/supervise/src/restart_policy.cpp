@@ -30,7 +30,8 @@ Decision spend(const History& h, const Budget& b, const Context& ctx, std::strin
                       " restarts in a row without a new checkpoint; last failure: " + reason};
   }
   Restart r;
-  r.delay_s = backoff(h, b);
+  // A failure after progress (a new checkpoint) starts a new series: the base delay again.
+  r.delay_s = ctx.made_progress ? b.backoff_base_s : backoff(h, b);
   r.reason = std::move(reason);
   return r;
 }
