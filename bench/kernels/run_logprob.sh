@@ -4,7 +4,8 @@
 # raw JSON lines. ~8 GiB and ~1-2 minutes per reference run: run it on a quiet machine.
 #   usage: bench/kernels/run_logprob.sh [BUILD_DIR] [REPEATS] [OUT.jsonl]
 #   env:   TOKENS HIDDEN VOCAB THREADS (defaults 4096 2048 151936 2); PYTHON_REFERENCE=0 skips
-#          the Python/LibTorch reference (it needs python3-torch)
+#          the Python/LibTorch reference; PYTHON (default /usr/bin/python3, Debian's, which has
+#          python3-torch) runs it
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -16,8 +17,11 @@ bench=$build/bench/kernels/kernels_logprob_bench
 args=(--tokens "${TOKENS:-4096}" --hidden "${HIDDEN:-2048}" --vocab "${VOCAB:-151936}"
       --threads "${THREADS:-2}")
 impls=(fused reference)
-if [[ ${PYTHON_REFERENCE:-1} != 0 ]] && python3 -c 'import torch' 2>/dev/null; then
+py=${PYTHON:-/usr/bin/python3}
+if [[ ${PYTHON_REFERENCE:-1} != 0 ]] && "$py" -c 'import torch' 2>/dev/null; then
   impls+=(python)
+else
+  echo "no Python reference: $py cannot import torch (apt-get install python3-torch)" >&2
 fi
 export OMP_WAIT_POLICY=PASSIVE
 : > "$out"
@@ -25,7 +29,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for ((r = 1; r <= repeats; ++r)); do
   for impl in "${impls[@]}"; do
     if [[ $impl == python ]]; then
-      python3 "$here/logprob_reference.py" "${args[@]}" >> "$out"
+      "$py" "$here/logprob_reference.py" "${args[@]}" >> "$out"
     else
       "$bench" --impl "$impl" "${args[@]}" >> "$out"
     fi

@@ -14,7 +14,7 @@ struct FusedOptions {
   // The policy loss with gradients holds the fp32 logits of one chunk of tokens over the whole
   // vocabulary, [rows, V], and turns them into their gradient in place: rows = this budget / (4 V),
   // at least 1, a multiple of 16 when larger.
-  std::int64_t grad_chunk_bytes = std::int64_t{128} << 20;
+  std::int64_t grad_chunk_bytes = std::int64_t{64} << 20;
   // Columns per block of the online log-sum-exp (every path) and of the block-wise passes.
   std::int64_t vocab_block = 8192;
   // The forward-only log-probs and the recomputing backward of token_logprobs hold [rows,
