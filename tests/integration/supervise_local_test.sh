@@ -76,6 +76,31 @@ PY
     events_of "$run" remediation | grep -q '"micro_batch":8' || fail "no remediation to micro batch 8"
     events_of "$run" OOM_ERROR | grep -q '"source":"trainer"' || fail "OOM_ERROR not forwarded"
     events_of "$run" warning | grep -q '"kind":"oom"' || fail "no OOM warning"
+    # `status` and `events` tell the same facts as the event log itself.
+    "$launch" status "$run" --format json >"$TEST_TMP/status.json" || fail "grpo-launch status"
+    "$launch" events "$run" --format json --type failure,attempt_started >"$TEST_TMP/events.json" ||
+      fail "grpo-launch events"
+    python3 - "$run" "$TEST_TMP/status.json" "$TEST_TMP/events.json" <<'PY' || fail "status/events disagree with the log"
+import collections, json, sys
+run, status, shown = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+ev = [json.loads(l) for l in open(f"{run}/events.jsonl")]
+fails = collections.Counter(e["class"] for e in ev if e["type"] == "failure")
+starts = [e for e in ev if e["type"] == "attempt_started"]
+steps = [e["step"] for e in ev if e["type"] == "step"]
+saved = [e["step"] for e in ev if e["type"] == "checkpoint_saved"]
+fin = [e for e in ev if e["type"] == "run_finished"][-1]
+want = {"state": fin["state"], "exit_code": fin["exit_code"], "failures": dict(fails),
+        "attempt": len(starts), "restarts": len(starts) - 1, "step": max(steps),
+        "latest_checkpoint_step": max(saved), "oom_events": sum(e["type"] == "OOM_ERROR" for e in ev)}
+got = {k: status.get(k) for k in want}
+bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+lines = [json.loads(l) for l in open(shown)]
+log = [e for e in ev if e["type"] in ("failure", "attempt_started")]
+if lines != log:
+    bad["events"] = (len(lines), len(log))
+print(f"status/events vs log: {'ok' if not bad else bad}")
+sys.exit(1 if bad else 0)
+PY
     ;;
   torn)
     "$launch" "${base[@]}" --fault 'torn_ckpt@step=6' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
