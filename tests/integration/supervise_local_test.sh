@@ -51,9 +51,12 @@ case "$mode" in
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
     ;;
   hang)
-    "$launch" "${base[@]}" --hang-timeout 3 >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    # Checkpoints only at steps 5 and 10, and the stop after step 2: rank 1 is then computing,
+    # not writing a checkpoint (that phase gets a longer allowance, docs/supervisor.md).
+    "$launch" "${base[@]}" --set trainer.save_freq=5 --hang-timeout 3 >"$TEST_TMP/out" \
+      2>"$TEST_TMP/err" &
     sup=$!
-    wait_step "$run" 4 60 "$sup"
+    wait_step "$run" 2 60 "$sup"
     pid=$(rank_pid "$run" 1)
     [[ -n "$pid" ]] || fail "no pid of rank 1"
     stopped=$(now_s)
@@ -66,7 +69,8 @@ run, stopped = sys.argv[1], float(sys.argv[2])
 f = [json.loads(l) for l in open(f"{run}/events.jsonl") if '"type":"failure"' in l][0]
 latency = f["time"] - stopped
 print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
-sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
+# 3 s, or 3 + 60 s when rank 1 was stopped while writing a checkpoint (its allowance).
+sys.exit(0 if f["timeout_s"] in (3, 63) and latency <= f["timeout_s"] + 1.0 else 1)
 PY
     ;;
   oom)

@@ -87,8 +87,9 @@ case "$mode" in
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
     ;;
   hang)
-    submit --hang-timeout 4
-    wait_step "$run" 4 120
+    # Stopped while computing, not while writing a checkpoint (see supervise_local_test.sh).
+    submit --set trainer.save_freq=5 --hang-timeout 4
+    wait_step "$run" 2 120
     pid=$(rank_pid "$run" 1)
     [[ -n "$pid" ]] || fail "no pid of rank 1"
     kill -STOP "$pid" || fail "cannot stop pid $pid"
