@@ -6,7 +6,7 @@
 #   supervise_local_test.sh MODE GRPO_LAUNCH GRPO_TRAINER SOURCE_DIR REFERENCE_DIR
 #   MODE  reference   the uninterrupted run; writes REFERENCE_DIR/sha (a fixture of the others)
 #         kill9       rank 1 killed by SIGKILL at step 5 (fault sigkill)
-#         hang        rank 1 stopped with SIGSTOP after step 4: detected within --hang-timeout + 1 s
+#         hang        rank 1 stops itself with SIGSTOP at step 5: detected within --hang-timeout + 1 s
 #         oom         OOM_ERROR at step 5: micro batch halved, then training completes
 #         torn        crash while writing the checkpoint of step 6: resumes from step 4
 #         budget      a crash on every attempt: --max-restarts 2 used up, exit 80
@@ -31,6 +31,9 @@ reference_sha() {
 
 show() { tail -n 30 "$TEST_TMP/out" "$TEST_TMP/err" >&2 || true; }
 
+# Modes that act from outside at a step seen in the log slow every step down (0.4 s of sleep,
+# results unchanged) so the run cannot finish before the test's poll reacts.
+SLOW='slow@ms=400'
 t0=$(now_ms)
 case "$mode" in
   reference)
@@ -51,26 +54,20 @@ case "$mode" in
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
     ;;
   hang)
-    # Checkpoints only at steps 5 and 10, and the stop after step 2: rank 1 is then computing,
-    # not writing a checkpoint (that phase gets a longer allowance, docs/supervisor.md).
-    "$launch" "${base[@]}" --set trainer.save_freq=5 --hang-timeout 3 >"$TEST_TMP/out" \
-      2>"$TEST_TMP/err" &
-    sup=$!
-    wait_step "$run" 2 60 "$sup"
-    pid=$(rank_pid "$run" 1)
-    [[ -n "$pid" ]] || fail "no pid of rank 1"
-    stopped=$(now_s)
-    kill -STOP "$pid"
-    wait "$sup" || { show; fail "run failed"; }
+    # Rank 1 stops itself with SIGSTOP at the start of step 5 (the fault `sigstop`: a frozen
+    # process, as `kill -STOP` makes one, but at a known point: ten steps take ~3 s here, faster
+    # than a test polling the log can aim a signal). The fault_injected event is the stop time.
+    "$launch" "${base[@]}" --hang-timeout 3 --fault 'sigstop@step=5,rank=1' >"$TEST_TMP/out" \
+      2>"$TEST_TMP/err" || { show; fail "run failed"; }
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hang"
-    python3 - "$run" "$stopped" <<'PY' || fail "hang detection too slow"
+    python3 - "$run" <<'PY' || fail "hang detection too slow"
 import json, sys
-run, stopped = sys.argv[1], float(sys.argv[2])
-f = [json.loads(l) for l in open(f"{run}/events.jsonl") if '"type":"failure"' in l][0]
+ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
+stopped = next(e["trainer_time"] for e in ev if e["type"] == "fault_injected")
+f = next(e for e in ev if e["type"] == "failure")
 latency = f["time"] - stopped
 print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
-# 3 s, or 3 + 60 s when rank 1 was stopped while writing a checkpoint (its allowance).
-sys.exit(0 if f["timeout_s"] in (3, 63) and latency <= f["timeout_s"] + 1.0 else 1)
+sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
 PY
     ;;
   oom)
@@ -121,7 +118,7 @@ PY
     grep -q "restart budget of 2 used up" "$TEST_TMP/err" || fail "no reason on stderr"
     ;;
   supervisor)
-    "$launch" "${base[@]}" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    "$launch" "${base[@]}" --fault "$SLOW" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
     sup=$!
     wait_step "$run" 5 60 "$sup"
     kill -9 "$sup"
@@ -139,7 +136,7 @@ PY
     events_of "$run" attempt_ended | grep -q '"outcome":"abandoned"' || fail "attempt 1 not marked abandoned"
     ;;
   sigint)
-    "$launch" "${base[@]}" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    "$launch" "${base[@]}" --fault "$SLOW" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
     sup=$!
     wait_step "$run" 4 60 "$sup"
     kill -INT "$sup"

@@ -79,6 +79,9 @@ expect_completed() {
     { show; fail "job $JOB: $rec"; }
 }
 
+# Modes that act from outside at a step seen in the log slow every step down (0.4 s of sleep,
+# results unchanged) so the run cannot finish before the test's poll reacts.
+SLOW='slow@ms=400'
 t0=$(now_ms)
 case "$mode" in
   kill9)
@@ -87,12 +90,8 @@ case "$mode" in
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "kill9"
     ;;
   hang)
-    # Stopped while computing, not while writing a checkpoint (see supervise_local_test.sh).
-    submit --set trainer.save_freq=5 --hang-timeout 4
-    wait_step "$run" 2 120
-    pid=$(rank_pid "$run" 1)
-    [[ -n "$pid" ]] || fail "no pid of rank 1"
-    kill -STOP "$pid" || fail "cannot stop pid $pid"
+    # Rank 1 freezes itself (SIGSTOP, the fault `sigstop`) at step 5: see supervise_local_test.sh.
+    submit --hang-timeout 4 --fault 'sigstop@step=5,rank=1'
     expect_completed 150
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hang"
     ;;
@@ -108,7 +107,7 @@ case "$mode" in
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "torn"
     ;;
   node)
-    submit --hang-timeout 20
+    submit --hang-timeout 20 --fault "$SLOW"
     wait_step "$run" 4 120
     killed_node=n2
     "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
@@ -130,7 +129,7 @@ PY
       fail "node"
     ;;
   usr2)
-    submit
+    submit --fault "$SLOW"
     wait_step "$run" 4 120
     scancel -b -s USR2 "$JOB" || fail "scancel -b -s USR2"
     expect_completed 180
@@ -155,7 +154,7 @@ PY
     "${check[@]}" "$run" --exit 80 --failure crash --attempts 3 --summary || fail "budget"
     ;;
   supervisor)
-    submit
+    submit --fault "$SLOW"
     wait_step "$run" 5 120
     # pgrep never matches itself (a grep over /proc/*/cmdline would).
     sup=$(pgrep -f -- "supervise --run-dir $run" | head -n 1 || true)

@@ -16,6 +16,7 @@ struct KindName {
 constexpr KindName kKinds[] = {
     {FaultKind::kCrash, "crash"},
     {FaultKind::kSigkill, "sigkill"},
+    {FaultKind::kSigstop, "sigstop"},
     {FaultKind::kAbort, "abort"},
     {FaultKind::kHang, "hang"},
     {FaultKind::kOom, "oom"},

@@ -270,6 +270,11 @@ void Trainer::fire_step_faults(std::int64_t s, const std::string& phase) {
     std::fflush(nullptr);
     ::raise(SIGKILL);
   }
+  if (auto f = faults_.take(FaultKind::kSigstop, s, phase)) {
+    announce(*f);
+    std::fflush(nullptr);
+    ::raise(SIGSTOP);  // until SIGCONT or SIGKILL (the supervisor's, after the hang timeout)
+  }
   if (auto f = faults_.take(FaultKind::kAbort, s, phase)) {
     announce(*f);
     std::fflush(nullptr);

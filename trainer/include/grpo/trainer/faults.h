@@ -25,6 +25,7 @@ namespace grpo::trainer {
 enum class FaultKind {
   kCrash,        // _exit(kExitInjectedCrash) at once: no cleanup, no checkpoint
   kSigkill,      // raise(SIGKILL): what kill -9 does, at a precise step
+  kSigstop,      // raise(SIGSTOP): what kill -STOP does (a frozen rank), at a precise step
   kAbort,        // abort(): SIGABRT, as a failed assertion
   kHang,         // stop heartbeats and sleep (s= seconds, default forever)
   kOom,          // ask LibTorch for an impossible tensor: the real allocation-failure path
