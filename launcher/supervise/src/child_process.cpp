@@ -242,6 +242,17 @@ void Child::signal_self(int sig) {
   if (!status_) ::kill(pid_, sig);
 }
 
+int open_log(const fs::path& path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+void write_line(int fd, std::string_view line) {
+  if (fd < 0) return;
+  std::string l(line);
+  l += '\n';
+  (void)!::write(fd, l.data(), l.size());
+}
+
 core::Status make_log_dir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <map>
 
+#include "grpo/supervise/clock.h"
 #include "grpo/supervise/output_parsing.h"
 
 namespace grpo::supervise {
@@ -19,25 +19,6 @@ namespace grpo::supervise {
 namespace fs = std::filesystem;
 using core::ErrorKind;
 using core::make_error;
-
-namespace {
-
-double mono() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-bool is_zero(const ExitStatus& s) {
-  const auto* e = std::get_if<Exited>(&s);
-  return e != nullptr && e->code == 0;
-}
-
-void write_line(int fd, const std::string& line) {
-  if (fd < 0) return;
-  const std::string l = line + "\n";
-  (void)!::write(fd, l.data(), l.size());
-}
-
-}  // namespace
 
 // The torchrun variables of `rank` in `spec`, and the attempt's environment.
 std::map<std::string, std::string> rank_env(const AttemptSpec& spec, int r, int port) {
@@ -169,7 +150,7 @@ core::Status LocalRunner::start(const AttemptSpec& spec) {
       }
       rk.child = std::move(child).value();
     }
-    rk.log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    rk.log_fd = open_log(log);
     rk.oom = oom_snapshot(rk.child->pid());
   }
   if (use_standbys) discard_standbys();  // the unused ones
@@ -198,7 +179,7 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
     if (timeout_s > 0) ::usleep(static_cast<useconds_t>(timeout_s * 1e6));
     return events;
   }
-  const double deadline = mono() + std::max(0.0, timeout_s);
+  const double deadline = SystemClock().now() + std::max(0.0, timeout_s);
   while (true) {
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
       Rank& r = ranks_[i];
@@ -211,7 +192,7 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
             std::holds_alternative<Signaled>(*st) && std::get<Signaled>(*st).signal == SIGKILL;
         RankExit x{static_cast<int>(i), *st, std::nullopt, false};
         if (sigkill) x.oom_killed = oom_killed(r.child->pid(), r.oom);
-        if (!is_zero(*st) && !first_bad_) first_bad_ = *st;
+        if (slurm::shell_code(*st) != 0 && !first_bad_) first_bad_ = *st;
         events.emplace_back(std::in_place_type<RankExit>, x);
         r.reported = true;
       }
@@ -231,7 +212,7 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
       close_logs();
       return events;
     }
-    const double left = deadline - mono();
+    const double left = deadline - SystemClock().now();
     if (!events.empty() || left <= 0) return events;
     std::vector<pollfd> fds;
     for (const auto& r : ranks_) {

@@ -9,15 +9,6 @@ namespace grpo::supervise {
 
 using nlohmann::json;
 
-namespace {
-
-bool is_zero(const ExitStatus& s) {
-  const auto* e = std::get_if<Exited>(&s);
-  return e != nullptr && e->code == 0;
-}
-
-}  // namespace
-
 void sim_emit(SimAttempt& a, double at, int rank, json event) {
   a.actions.push_back(SimAction{at, rank, SimEmit{std::move(event)}});
 }
@@ -169,7 +160,7 @@ core::Result<std::vector<AttemptEvent>> SimulatedRunner::poll(double timeout_s) 
             },
             [&](const SimExit& x) {
               alive_[r] = false;
-              if (!is_zero(x.status) && !first_bad_) first_bad_ = x.status;
+              if (slurm::shell_code(x.status) != 0 && !first_bad_) first_bad_ = x.status;
               RankExit re{p.rank, x.status, std::nullopt, x.oom_killed};
               out.emplace_back(std::in_place_type<RankExit>, re);
             },

@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "grpo/core/job_step.h"
 #include "grpo/core/run_spec.h"
+#include "grpo/supervise/clock.h"
 #include "grpo/supervise/output_parsing.h"
 
 namespace grpo::supervise {
@@ -17,25 +17,6 @@ namespace grpo::supervise {
 namespace fs = std::filesystem;
 using core::ErrorKind;
 using core::make_error;
-
-namespace {
-
-double mono() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-void write_line(int fd, std::string_view line) {
-  if (fd < 0) return;
-  std::string l(line);
-  l += '\n';
-  (void)!::write(fd, l.data(), l.size());
-}
-
-int open_log(const fs::path& p) {
-  return ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-}
-
-}  // namespace
 
 SrunRunner::~SrunRunner() {
   if (srun_ && !srun_->reaped()) {
@@ -149,7 +130,7 @@ core::Result<std::vector<AttemptEvent>> SrunRunner::poll(double timeout_s) {
     if (timeout_s > 0) ::usleep(static_cast<useconds_t>(timeout_s * 1e6));
     return events;
   }
-  const double deadline = mono() + std::max(0.0, timeout_s);
+  const double deadline = SystemClock().now() + std::max(0.0, timeout_s);
   while (true) {
     drain(events);
     if (auto st = srun_->try_reap()) {
@@ -163,7 +144,7 @@ core::Result<std::vector<AttemptEvent>> SrunRunner::poll(double timeout_s) {
       close_logs();
       return events;
     }
-    const double now = mono();
+    const double now = SystemClock().now();
     if (kill_at_ >= 0 && !group_killed_ && now - kill_at_ > 3.0) {
       write_line(srun_log_, "# srun still running 3 s after SIGTERM: SIGKILL to its group");
       srun_->signal_group(SIGKILL);
@@ -191,7 +172,7 @@ core::Status SrunRunner::signal(int sig) {
 core::Status SrunRunner::kill() {
   if (!active_ || !srun_) return core::ok_status();
   if (kill_at_ < 0) {
-    kill_at_ = mono();
+    kill_at_ = SystemClock().now();
     srun_->signal_self(SIGTERM);  // srun: "forcing job termination" (SIGKILL to every task)
   } else if (!group_killed_) {
     srun_->signal_group(SIGKILL);

@@ -246,11 +246,6 @@ bool caused_by_us(const ExitStatus& st, const std::set<int>& sent) {
       st);
 }
 
-bool exited_zero(const ExitStatus& st) {
-  const auto* e = std::get_if<Exited>(&st);
-  return e != nullptr && e->code == 0;
-}
-
 }  // namespace
 
 core::Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions options,
@@ -539,10 +534,10 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
               [&](const RankOutput& out) { return handle_output(a, out); },
               [&](const RankExit& x) -> core::Status {
                 const bool ours = a.teardown && caused_by_us(x.status, a.sent);
-                spdlog::log(
-                    exited_zero(x.status) || ours ? spdlog::level::debug : spdlog::level::warn,
-                    "rank {} ended: {}{}", x.rank, slurm::describe(x.status),
-                    x.node ? " on " + *x.node : std::string());
+                spdlog::log(slurm::shell_code(x.status) == 0 || ours ? spdlog::level::debug
+                                                                     : spdlog::level::warn,
+                            "rank {} ended: {}{}", x.rank, slurm::describe(x.status),
+                            x.node ? " on " + *x.node : std::string());
                 if (ours) return core::ok_status();
                 auto f = failure_from_exit(x.rank, x.status, o_.config.contract,
                                            a.sent.count(SIGTERM) > 0, x.oom_killed);
@@ -700,7 +695,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
   }
   // Finished: every rank exited 0 by itself, or (grpo-trainer) said `done` even while we were
   // asking it to yield. A torchrun-style trainer that exits 0 after our SIGTERM only stopped.
-  const bool success = exited_zero(*a.exit);
+  const bool success = slurm::shell_code(*a.exit) == 0;
   bool all_done = true;
   for (int r = 0; r < a.spec.world_size(); ++r) all_done = all_done && a.monitor.rank_done(r);
   const bool stopped_by_us = a.sent.count(SIGTERM) > 0 || a.sent.count(SIGKILL) > 0;
@@ -804,13 +799,7 @@ core::Result<int> Supervisor::run() {
         !std::holds_alternative<Preemption>(*failure) &&
         !std::holds_alternative<NodeLoss>(*failure)) {
       // A crashed node is often reported by its peers first (COMM_ERROR) and by Slurm later.
-      std::vector<std::string> step_nodes;
-      for (const auto& n : alloc) {
-        if (static_cast<int>(step_nodes.size()) == nodes) break;
-        if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end())
-          step_nodes.push_back(n);
-      }
-      auto bad = d_.job.unhealthy_nodes(step_nodes);
+      auto bad = d_.job.unhealthy_nodes(a.hosts);
       if (bad.ok() && !bad->empty()) failure = NodeLoss{bad->front()};
     }
     if (summary_.state != RunState::kStopping) {

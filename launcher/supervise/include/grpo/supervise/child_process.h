@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grpo/core/result.h"
@@ -75,6 +76,12 @@ class Child {
 // Creates an attempt's log directory and makes it and its parent (<run_dir>/logs) 0700.
 // Errors: kIo.
 core::Status make_log_dir(const std::filesystem::path& dir);
+
+// A log file of an attempt opened for appending (0600, close-on-exec); -1 when it cannot be.
+int open_log(const std::filesystem::path& path);
+// Appends `line` and a newline to `fd` (nothing when fd < 0; a failed write is ignored: a log
+// must never stop the supervisor).
+void write_line(int fd, std::string_view line);
 
 // A free TCP port on 127.0.0.1 (bound to port 0, read back, released): the rendezvous port of a
 // local attempt. Errors: kIo.
