@@ -99,22 +99,28 @@ def pid_of(run_dir, attempt, rank):
     return None
 
 
-def one_ours(args):
-    tmp = tempfile.mkdtemp(prefix="grpo-rec-")
+def signal_rank1(args, tmp, sig, extra=()):
+    """Runs grpo-launch in tmp/run until it ends; `sig` goes to rank 1 once it completed step
+    KILL_AFTER. Returns the time of the signal and the run's events."""
     run_dir = os.path.join(tmp, "run")
-    p = subprocess.Popen(ours_cmd(args, run_dir), env=ours_env(args), stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(tmp, "stderr"), "w"))
+    p = subprocess.Popen(ours_cmd(args, run_dir, extra), env=ours_env(args),
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "stderr"), "w"))
     try:
-        wait_for(lambda: rank1_step(run_dir, 1, KILL_AFTER), 120, "step 12")
+        wait_for(lambda: rank1_step(run_dir, 1, KILL_AFTER), 120, f"step {KILL_AFTER}")
         pid = pid_of(run_dir, 1, 1)
-        t_kill = time.time()
-        os.kill(pid, signal.SIGKILL)
+        t_signal = time.time()
+        os.kill(pid, sig)
         if p.wait(timeout=180) != 0:
             raise RuntimeError(f"grpo-launch exited {p.returncode}: {open(tmp + '/stderr').read()}")
     finally:
         if p.poll() is None:
             p.kill()
-    ev = read_jsonl(os.path.join(run_dir, "events.jsonl"))
+    return t_signal, read_jsonl(os.path.join(run_dir, "events.jsonl"))
+
+
+def one_ours(args):
+    tmp = tempfile.mkdtemp(prefix="grpo-rec-")
+    t_kill, ev = signal_rank1(args, tmp, signal.SIGKILL)
 
     def first(pred):
         return next(e for e in ev if pred(e))
@@ -195,20 +201,7 @@ def one_torchrun(args):
 
 def one_hang(args):
     tmp = tempfile.mkdtemp(prefix="grpo-hang-")
-    run_dir = os.path.join(tmp, "run")
-    p = subprocess.Popen(ours_cmd(args, run_dir, ["--hang-timeout", "2"]), env=ours_env(args),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: rank1_step(run_dir, 1, KILL_AFTER), 120, "step 12")
-        pid = pid_of(run_dir, 1, 1)
-        t_stop = time.time()
-        os.kill(pid, signal.SIGSTOP)
-        if p.wait(timeout=180) != 0:
-            raise RuntimeError(f"grpo-launch exited {p.returncode}")
-    finally:
-        if p.poll() is None:
-            p.kill()
-    ev = read_jsonl(os.path.join(run_dir, "events.jsonl"))
+    t_stop, ev = signal_rank1(args, tmp, signal.SIGSTOP, ["--hang-timeout", "2"])
     f = next(e for e in ev if e["type"] == "failure")
     assert f["class"] == "hang", f
     subprocess.run(["rm", "-rf", tmp])
