@@ -384,13 +384,6 @@ core::Result<Parsed> from_toml(const KeyDef& d, const core::TomlValue& v) {
   return make_error(ErrorKind::kWrongType, d.name + ": unsupported value type", where);
 }
 
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 bool parse_double(std::string_view text, double& out) {
   std::string s(text);
   if (s.empty()) return false;
@@ -400,7 +393,7 @@ bool parse_double(std::string_view text, double& out) {
 }
 
 core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLocation where) {
-  const std::string text = trim(raw);
+  const std::string text(core::trim(raw));
   auto bad = [&](std::string_view expected) {
     return make_error(ErrorKind::kWrongType,
                       d.name + ": expected " + std::string(expected) + ", got '" + text + "'",
@@ -438,7 +431,7 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
       while (start <= s.size()) {
         const std::size_t comma = std::min(s.find(',', start), s.size());
         double v = 0;
-        if (!parse_double(trim(std::string_view(s).substr(start, comma - start)), v)) {
+        if (!parse_double(core::trim(std::string_view(s).substr(start, comma - start)), v)) {
           return bad("a list of numbers like [0.9, 0.999]");
         }
         out.push_back(v);
@@ -497,7 +490,7 @@ Status apply_override(TrainerConfig& cfg, std::string_view kv) {
     return make_error(ErrorKind::kInvalidValue,
                       "--set expects key=value, got '" + std::string(kv) + "'");
   }
-  const std::string key = trim(kv.substr(0, eq));
+  const std::string key(core::trim(kv.substr(0, eq)));
   const KeyDef* d = find_key(key);
   if (d == nullptr) return unknown_key(key, {});
   GRPO_TRY(Parsed parsed, from_text(*d, kv.substr(eq + 1), {}));

@@ -1,4 +1,5 @@
 #include "grpo/trainer/faults.h"
+#include "grpo/core/text.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -28,12 +29,6 @@ constexpr KindName kKinds[] = {
     {FaultKind::kExit, "exit"},
 };
 
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\n");
-  if (b == std::string_view::npos) return {};
-  return std::string(s.substr(b, s.find_last_not_of(" \t\n") - b + 1));
-}
-
 bool to_int(std::string_view s, std::int64_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
@@ -46,7 +41,7 @@ core::Result<Fault> parse_one(const std::string& text) {
   Fault f;
   f.text = text;
   const auto at = text.find('@');
-  const std::string kind = trim(std::string_view(text).substr(0, at));
+  const std::string kind(core::trim(std::string_view(text).substr(0, at)));
   bool known = false;
   for (const auto& k : kKinds) {
     if (k.name == kind) {
@@ -63,7 +58,7 @@ core::Result<Fault> parse_one(const std::string& text) {
   std::string_view rest = std::string_view(text).substr(at + 1);
   while (!rest.empty()) {
     const auto comma = rest.find(',');
-    const std::string item = trim(rest.substr(0, comma));
+    const std::string item(core::trim(rest.substr(0, comma)));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const auto eq = item.find('=');
     if (eq == std::string::npos) return bad("expected key=value, got '" + item + "'");
@@ -117,7 +112,7 @@ core::Result<std::vector<Fault>> parse_faults(std::string_view spec) {
   std::vector<Fault> out;
   while (!spec.empty()) {
     const auto semi = spec.find(';');
-    const std::string one = trim(spec.substr(0, semi));
+    const std::string one(core::trim(spec.substr(0, semi)));
     spec = semi == std::string_view::npos ? std::string_view() : spec.substr(semi + 1);
     if (one.empty()) continue;
     GRPO_TRY(Fault f, parse_one(one));

@@ -6,6 +6,13 @@
 
 namespace grpo::core {
 
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  const auto b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1);
   std::vector<std::size_t> cur(b.size() + 1);

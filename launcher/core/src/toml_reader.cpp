@@ -12,13 +12,6 @@ namespace {
 constexpr std::size_t kMaxDocumentBytes = 1 << 20;
 constexpr int kMaxNesting = 64;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // toml11 formats errors over several lines with an underlined excerpt. Fold that into one line:
 // the message, the caret's label, and the caret's line:column.
 Error syntax_error_to_error(const toml::exception& e, std::string_view file_name) {

@@ -1,4 +1,5 @@
 #include "grpo/slurm/sbatch.h"
+#include "grpo/core/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,21 +11,13 @@ using core::make_error;
 
 namespace {
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0;
-  std::size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= text.size()) {
     auto end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
-    std::string line = trim(text.substr(start, end - start));
+    std::string line(core::trim(text.substr(start, end - start)));
     if (!line.empty()) out.push_back(std::move(line));
     start = end + 1;
   }
@@ -74,7 +67,7 @@ std::string sbatch_reason(std::string_view err) {
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     const auto pos = it->find("error:");
     if (pos == std::string::npos) continue;
-    return trim(std::string_view(*it).substr(pos + 6));
+    return std::string(core::trim(std::string_view(*it).substr(pos + 6)));
   }
   return lines.empty() ? std::string() : lines.back();
 }

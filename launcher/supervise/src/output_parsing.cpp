@@ -1,4 +1,5 @@
 #include "grpo/supervise/output_parsing.h"
+#include "grpo/core/text.h"
 
 #include <array>
 #include <cctype>
@@ -8,13 +9,6 @@
 namespace grpo::supervise {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Reads a decimal number at the start of s (advancing s); nullopt when there is none.
 std::optional<long> take_number(std::string_view& s) {
@@ -61,7 +55,7 @@ constexpr std::array<std::pair<std::string_view, int>, 11> kSignalTexts = {{
 }  // namespace
 
 std::optional<nlohmann::json> parse_event_line(std::string_view line) {
-  line = trim(line);
+  line = core::trim(line);
   if (line.size() < 2 || line.front() != '{' || line.back() != '}') return std::nullopt;
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
@@ -80,7 +74,7 @@ std::optional<Labelled> parse_label(std::string_view line) {
 }
 
 std::optional<std::variant<RankExit, RunnerNote>> parse_srun_message(std::string_view line) {
-  const std::string_view l = trim(line);
+  const std::string_view l = core::trim(line);
   const bool from_srun = l.rfind("srun:", 0) == 0;
   const bool from_stepd = l.rfind("slurmstepd:", 0) == 0;
   if (!from_srun && !from_stepd) return std::nullopt;

@@ -1,4 +1,5 @@
-// Small text helpers shared by the core: did-you-mean suggestions and number formatting.
+// Small text helpers shared by every layer: trimming, did-you-mean suggestions and number
+// formatting. The one home of these helpers: do not write another trim().
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,9 @@
 #include <vector>
 
 namespace grpo::core {
+
+// `s` without leading and trailing ASCII white space (space, tab, CR, LF, VT, FF).
+std::string_view trim(std::string_view s);
 
 // Levenshtein distance (insert, delete, substitute each cost 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
