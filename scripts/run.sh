@@ -5,13 +5,13 @@
 # memory. The supervisor restarts from the newest checkpoint each time and halves the micro
 # batch after the OOM; training completes by itself. Then it prints `grpo-launch status` and
 # writes the HTML report. Extra arguments go to `grpo-launch run` (e.g. --fault, --set, --model).
-# The plan of a real cluster: build/launcher/cli/grpo-launch --profile a100x8 --model qwen3-30b-moe --dry-run
+# The plan of a real cluster: build/bin/grpo-launch --profile a100x8 --model qwen3-30b-moe --dry-run
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/build.sh >&2
-bin=$root/build/launcher/cli/grpo-launch
-export PATH="$root/build/trainer:$PATH"
+bin=$root/build/bin/grpo-launch
+export PATH="$root/build/bin:$PATH"
 run_dir=${GRPO_RUN_DIR:-runs/demo-$(date -u +%Y%m%dT%H%M%SZ)}
 rc=0
 "$bin" run --profile local-cpu --model tiny-moe --run-dir "$run_dir" \

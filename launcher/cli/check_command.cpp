@@ -14,12 +14,6 @@
 namespace grpo::cli {
 namespace {
 
-std::filesystem::path executable_dir() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path{} : exe.parent_path();
-}
-
 std::string layout_line(const core::CheckedRun& r) {
   const auto& d = r.layout.dims;
   std::string s;
@@ -103,7 +97,7 @@ nlohmann::json run_json(const core::CheckedRun& r) {
 int cmd_check(const GlobalArgs& global, const CheckArgs& args) {
   const io::DirectorySourceProvider provider(
       io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
-  auto schema = io::load_config_schema(executable_dir());
+  auto schema = io::load_config_schema(io::executable_dir());
   if (!schema.ok()) {
     print_error(schema.error().str());
     return kExitInternal;

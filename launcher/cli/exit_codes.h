@@ -1,9 +1,7 @@
-// The CLI's exit codes, documented in docs/exit-codes.md (a test keeps the two in step).
+// The CLI's exit codes, documented in docs/exit-codes.md (tests/unit/docs_test.cpp reads this
+// header and supervise::SupervisorExit and keeps the table in step with them).
 #pragma once
 
-#include <variant>
-
-#include "grpo/core/job_step.h"
 #include "grpo/core/result.h"
 
 namespace grpo::cli {
@@ -16,14 +14,9 @@ enum ExitCode : int {
   kExitUnavailable = 69,  // Slurm (or another service) cannot be reached
   kExitInternal = 70,     // a bug
   kExitCantCreate = 73,   // the run directory or an output file cannot be written
-  kExitInterrupted = 75,  // run/supervise: requeued (the job comes back and resumes)
   kExitRejected = 76,     // a service refused the request (sbatch error)
-  kExitStepFailed = 80,   // run/supervise: failures used up the restart budget
-  // run / supervise only; the same values as supervise::SupervisorExit (restart_policy.h)
-  kExitNoProgress = 81,      // restarts made no new checkpoint: do not requeue
-  kExitNotRetryable = 82,    // a deterministic error (configuration): retrying cannot help
-  kExitOutOfMemory = 83,     // out of memory with nothing left to shrink
-  kExitUserInterrupt = 130,  // stopped by SIGINT / SIGTERM outside Slurm, after a checkpoint
+  // run / supervise end with the supervisor's decision instead: supervise::SupervisorExit
+  // (launcher/supervise/include/grpo/supervise/restart_policy.h), 75 and 80-83, 130.
 };
 
 inline int exit_code_for(const core::Error& e) {
@@ -48,17 +41,6 @@ inline int exit_code_for(const core::Error& e) {
       return kExitInternal;
   }
   return kExitInternal;
-}
-
-// supervise's exit code for how its job step ended.
-inline int exit_code_for(const core::StepOutcome& outcome) {
-  struct Visitor {
-    int operator()(const core::StepSucceeded&) const { return kExitOk; }
-    int operator()(const core::StepFailed&) const { return kExitStepFailed; }
-    int operator()(const core::StepKilled&) const { return kExitStepFailed; }
-    int operator()(const core::StepInterrupted&) const { return kExitInterrupted; }
-  };
-  return std::visit(Visitor{}, outcome);
 }
 
 }  // namespace grpo::cli

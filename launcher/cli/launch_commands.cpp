@@ -24,10 +24,10 @@
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/render/sbatch_render.h"
+#include "grpo/slurm/allocation.h"
 #include "grpo/slurm/process_runner.h"
 #include "grpo/slurm/sbatch.h"
 #include "grpo/slurm/slurm_job.h"
-#include "grpo/slurm/step_runner.h"
 #include "launch_common.h"
 
 namespace grpo::cli {
@@ -59,13 +59,13 @@ std::pair<std::string, std::string> utc_now() {
 
 core::Result<std::string> load_template(const LaunchArgs& args) {
   if (!args.template_file.empty()) return io::read_file(args.template_file);
-  for (const auto& dir : io::template_search_path(executable_path().parent_path())) {
+  for (const auto& dir : io::template_search_path(io::executable_dir())) {
     std::error_code ec;
     if (fs::is_regular_file(dir / kTemplateName, ec)) return io::read_file(dir / kTemplateName);
   }
   return make_error(ErrorKind::kNotFound,
                     std::string("cannot find templates/") + kTemplateName +
-                        " (installed share/grpo-launch/templates or the source tree)");
+                        " (looked in <prefix>/share/grpo-launch/templates next to the executable)");
 }
 
 bool looks_like_file(const std::string& name) {
@@ -74,12 +74,6 @@ bool looks_like_file(const std::string& name) {
 }
 
 }  // namespace
-
-fs::path executable_path() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe;
-}
 
 core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
                                bool render_script) {
@@ -101,7 +95,7 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
 
   core::SbatchRunOptions opts;
   opts.run_dir = p.run_dir;
-  opts.launcher_path = executable_path().string();
+  opts.launcher_path = io::executable_path().string();
   opts.run_id = run_id;
   opts.version = GRPO_VERSION;
   if (opts.launcher_path.empty()) {
@@ -141,7 +135,7 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     }
     run.trainer_command = std::move(argv).value();
   } else {
-    const fs::path next_to = executable_path().parent_path() / "grpo-trainer";
+    const fs::path next_to = io::executable_dir() / "grpo-trainer";
     std::string model = args.plan.model;
     if (looks_like_file(model)) {
       model = fs::absolute(model, ec).lexically_normal().string();

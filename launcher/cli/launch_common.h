@@ -37,7 +37,5 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
 std::int64_t total_steps(const std::vector<std::string>& trainer_sets);
 // Moves the trainer's --set keys (core::is_trainer_key) from plan.sets to trainer_sets.
 LaunchArgs split_trainer_sets(const LaunchArgs& args);
-// /proc/self/exe (empty when unknown).
-std::filesystem::path executable_path();
 
 }  // namespace grpo::cli

@@ -16,7 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const ConfigSchema& schema() {
-  static const ConfigSchema s = io::load_config_schema({}).value();
+  static const ConfigSchema s =
+      io::load_config_schema_from(std::filesystem::path(GRPO_SOURCE_DIR) / "data" / "schema")
+          .value();
   return s;
 }
 

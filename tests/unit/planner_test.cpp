@@ -98,9 +98,93 @@ TEST(Planner, RankMapKeepsTpInsideNodes) {
   }
 }
 
-// The seeds' rule of thumb: under 10B data parallel; 10-100B TP x DP; over 100B TP x PP x DP;
-// over 8 nodes hierarchical communication. The search must reach its answers on its own; where it
-// disagrees, docs/decision-tree.md says why (the `why` column names the section).
+// Parameters per device of Qwen2.5-7B, by hand from its config.json (hidden 3584, FFN 18944, 28
+// layers, 28 heads / 4 KV heads of 128, vocabulary 152064, untied embeddings, QKV bias):
+//   attention per layer  2*3584^2 + 2*3584*512 + 3584 + 2*512 = 29,364,736
+//   SwiGLU per layer     3*3584*18944                          = 203,685,888
+//   two RMSNorms         2*3584                                = 7,168 (replicated over TP)
+//   embedding, LM head   152064*3584                           = 544,997,376 each
+//   final norm           3584
+// Megatron splits attention, MLP, embedding and LM head over TP:
+//   P(t) = 28 * ((29,364,736 + 203,685,888) / t + 7,168) + 2 * 544,997,376 / t + 3,584
+//   P(2) = 3,807,910,400 (docs/cost-model.md uses it)   P(4) = 1,904,057,344
+// Bytes: bf16 weights 2 P, fp32 main gradients 4 P, Adam (fp32 master + two moments) 12 P sharded
+// over DP by the distributed optimizer (verl's Megatron default).
+TEST(Planner, ShardedStateOfAFixedLayoutByHand) {
+  const Plan p =
+      plan_with("qwen2.5-7b", "a100x8", {"tp=4", "pp=1", "micro_batch=2", "rollout_tp=2"});
+  ASSERT_TRUE(plan_ok(p));
+  const Layout& l = p.best.layout;
+  EXPECT_EQ(l.dims.dp, 2);  // 8 devices / TP 4
+  ASSERT_TRUE(l.distributed_optimizer);
+  const double params = 1'904'057'344.0;
+  EXPECT_DOUBLE_EQ(p.best.memory.actor.total(), params);
+  EXPECT_DOUBLE_EQ(p.best.memory.training.bytes("actor weights"), 2.0 * params);
+  EXPECT_DOUBLE_EQ(p.best.memory.training.bytes("actor gradients"), 4.0 * params);
+  EXPECT_DOUBLE_EQ(p.best.memory.training.bytes("actor optimizer states"), 12.0 * params / 2.0);
+  // Megatron's rank order, TP fastest: global rank 5 = TP rank 1 of DP replica 1 (5 = 1 + 4 * 1).
+  ASSERT_EQ(p.rank_map.world_size(), 8);
+  EXPECT_EQ(p.rank_map.ranks[5].tp, 1);
+  EXPECT_EQ(p.rank_map.ranks[5].dp, 1);
+  EXPECT_EQ(p.rank_map.ranks[3].tp, 3);
+  EXPECT_EQ(p.rank_map.ranks[3].dp, 0);
+  const Plan tp2 =
+      plan_with("qwen2.5-7b", "a100x8", {"tp=2", "pp=1", "micro_batch=2", "rollout_tp=2"});
+  EXPECT_DOUBLE_EQ(tp2.best.memory.actor.total(), 3'807'910'400.0);
+}
+
+// Qwen3-30B-A3B has 4 KV heads (config.json num_key_value_heads): Megatron-Core needs the query
+// groups divisible by TP, so TP = 8 on one 8-GPU node is illegal and says why.
+TEST(Planner, KvHeadsRuleByHand) {
+  const Plan p = plan_with("qwen3-30b-moe", "a100x8", {"tp=8"});
+  EXPECT_FALSE(p.feasible);
+  bool kv = false;
+  for (const auto& d : p.diagnostics) kv |= d.code == DiagCode::kKvHeadsNotDivisible;
+  EXPECT_TRUE(kv);
+  EXPECT_TRUE(plan_ok(plan_with("qwen3-30b-moe", "a100x8", {"tp=4"})));
+}
+
+// docs/cost-model.md, "Worked example": every term there is computed by hand from the formulas
+// and the profile's figures; the estimate must reproduce them to the digits printed.
+TEST(CostModel, WorkedExampleOfTheDocs) {
+  const std::vector<std::string> layout = {"tp=2",
+                                           "pp=1",
+                                           "micro_batch=2",
+                                           "rollout_tp=2",
+                                           "param_offload=false",
+                                           "optimizer_offload=false",
+                                           "cpu_optimizer=false",
+                                           "recompute=none"};
+  const CostEstimate c = plan_with("qwen2.5-7b", "a100x8", layout).best.cost;
+  EXPECT_NEAR(c.compute_s, 369.9, 0.05);
+  EXPECT_NEAR(c.logprob_s, 246.6, 0.05);
+  EXPECT_NEAR(c.tp_comm_s, 10.52, 0.005);
+  EXPECT_NEAR(c.dp_comm_s, 0.228, 0.0005);
+  EXPECT_NEAR(c.rollout_s, 267.3, 0.05);
+  EXPECT_NEAR(c.step_s, 894.5, 0.05);
+  EXPECT_NEAR(c.mfu, 0.304, 0.0005);
+  EXPECT_DOUBLE_EQ(c.offload_s, 0.0);
+  // The offload table of the same section (host link 25 GB/s).
+  const auto offload_s = [&](std::vector<std::string> sets) {
+    std::vector<std::string> all = {"tp=2", "pp=1", "micro_batch=2", "rollout_tp=2",
+                                    "recompute=none"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    return plan_with("qwen2.5-7b", "a100x8", all).best.cost.offload_s;
+  };
+  EXPECT_NEAR(offload_s({"param_offload=false", "optimizer_offload=true", "cpu_optimizer=false"}),
+              0.914, 0.0005);
+  EXPECT_NEAR(offload_s({"param_offload=true", "optimizer_offload=false", "cpu_optimizer=false"}),
+              2.437, 0.0005);
+  EXPECT_NEAR(offload_s({"param_offload=true", "optimizer_offload=true", "cpu_optimizer=false"}),
+              3.351, 0.0005);
+  EXPECT_NEAR(offload_s({"param_offload=true", "optimizer_offload=false", "cpu_optimizer=true"}),
+              7.159, 0.0005);
+}
+
+// The rule of thumb of the design notes the project started from: under 10B data parallel; 10-100B
+// TP x DP; over 100B TP x PP x DP; over 8 nodes hierarchical communication. The search must reach
+// its answers on its own; where it disagrees, docs/decision-tree.md says why (the `why` column
+// names the section).
 enum class Shape { kDp, kTpDp, kPpDp, kTpPpDp };
 Shape shape_of(const Layout& l) {
   if (l.dims.pp > 1) return l.dims.tp > 1 ? Shape::kTpPpDp : Shape::kPpDp;

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "grpo/slurm/fake_process_runner.h"
+#include "grpo/test_support/fake_process_runner.h"
 
 namespace grpo::slurm {
 namespace {

@@ -119,13 +119,5 @@ TEST(RunSpec, SrunCommand) {
             0);
 }
 
-TEST(RunSpec, DescribeOutcomes) {
-  EXPECT_EQ(describe(StepOutcome{StepSucceeded{}}), "succeeded");
-  EXPECT_EQ(describe(StepOutcome{StepFailed{1}}), "failed: srun exited 1");
-  EXPECT_EQ(describe(StepOutcome{StepKilled{9}}), "srun was killed by SIGKILL");
-  EXPECT_EQ(describe(StepOutcome{StepInterrupted{15, 143}}),
-            "interrupted by SIGTERM (srun exited 143)");
-}
-
 }  // namespace
 }  // namespace grpo::core

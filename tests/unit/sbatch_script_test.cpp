@@ -104,7 +104,7 @@ std::vector<std::string> split_nul(const std::string& s) {
   return out;
 }
 
-TEST(SbatchGolden, ThreeProfiles) {
+TEST(GoldenSbatch, ThreeProfiles) {
   struct Case {
     const char* golden;
     const char* cluster;

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "grpo/slurm/fake_process_runner.h"
 #include "grpo/slurm/sbatch.h"
+#include "grpo/test_support/fake_process_runner.h"
 
 namespace grpo::slurm {
 namespace {

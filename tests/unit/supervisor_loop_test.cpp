@@ -10,8 +10,10 @@
 
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/event_log.h"
-#include "grpo/supervise/simulated_runner.h"
 #include "grpo/supervise/supervisor.h"
+#include "grpo/test_support/fake_job_control.h"
+#include "grpo/test_support/fake_signals.h"
+#include "grpo/test_support/simulated_runner.h"
 
 namespace grpo::supervise {
 namespace {
@@ -56,6 +58,20 @@ struct Harness {
     opts.config.min_nodes = 1;
   }
   ~Harness() { fs::remove_all(dir); }
+
+  // The scripted trainer of these tests: `world` ranks running steps from+1..10, 1 s a step, a
+  // checkpoint every 5 steps.
+  static SimAttempt attempt(std::int64_t from = 0, int world = 2) {
+    return sim_trainer(world, from, 10, 1.0, 5);
+  }
+  // The same, with `rank` ending as `status` at `step` (nullopt: every rank falls silent there).
+  static SimAttempt failing(int rank, std::int64_t step, std::optional<ExitStatus> status,
+                            std::int64_t from = 0) {
+    SimAttempt a = attempt(from);
+    sim_fault(a, rank, step, status);
+    return a;
+  }
+  void push(SimAttempt a) { runner.push(std::move(a)); }
 
   int run() {
     Supervisor* self = nullptr;
@@ -103,7 +119,7 @@ struct Harness {
 
 TEST(SupervisorLoop, HealthyRunForwardsTelemetryAndSucceeds) {
   Harness h("healthy");
-  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.push(Harness::attempt());
   EXPECT_EQ(h.run(), kExitSucceeded);
   EXPECT_EQ(h.own_types(), (std::vector<std::string>{"run_started", "attempt_started", "state",
                                                      "attempt_ended", "state", "run_finished"}));
@@ -141,10 +157,8 @@ TEST(SupervisorLoop, HealthyRunForwardsTelemetryAndSucceeds) {
 
 TEST(SupervisorLoop, KillOfOneRankRestartsFromTheCheckpointWithTheCrashAsRootCause) {
   Harness h("crash");
-  SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(first, 1, 7, Signaled{SIGKILL});
-  h.runner.push(first);
-  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  h.push(Harness::failing(1, 7, Signaled{SIGKILL}));
+  h.push(Harness::attempt(5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto failure = h.of("failure");
   ASSERT_EQ(failure.size(), 1u);
@@ -172,10 +186,8 @@ TEST(SupervisorLoop, KillOfOneRankRestartsFromTheCheckpointWithTheCrashAsRootCau
 
 TEST(SupervisorLoop, HangIsDetectedWithinTheTimeoutAndKilledAtOnce) {
   Harness h("hang");
-  SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(first, 1, 7, std::nullopt);  // everyone falls silent at step 7
-  h.runner.push(first);
-  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  h.push(Harness::failing(1, 7, std::nullopt));  // everyone falls silent at step 7
+  h.push(Harness::attempt(5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto failure = h.of("failure");
   ASSERT_EQ(failure.size(), 1u);
@@ -192,8 +204,7 @@ TEST(SupervisorLoop, OomHalvesTheMicroBatchThenGivesUpAtOne) {
   Harness h("oom");
   h.opts.config.micro_batch = 2;
   const auto oom_attempt = [](std::int64_t from) {
-    SimAttempt a = sim_trainer(2, from, 10, 1.0, 5);
-    sim_fault(a, 0, from + 2, Exited{5});
+    SimAttempt a = Harness::failing(0, from + 2, Exited{5}, from);
     sim_emit(a, 0.5 + 1.0 * 1 + 0.005, 0,
              {{"type", "OOM_ERROR"},
               {"rank", 0},
@@ -202,8 +213,8 @@ TEST(SupervisorLoop, OomHalvesTheMicroBatchThenGivesUpAtOne) {
               {"step", from + 2}});
     return a;
   };
-  h.runner.push(oom_attempt(0));
-  h.runner.push(oom_attempt(0));
+  h.push(oom_attempt(0));
+  h.push(oom_attempt(0));
   EXPECT_EQ(h.run(), kExitOomUnremediable);
   const auto rem = h.of("remediation");
   ASSERT_EQ(rem.size(), 1u);
@@ -225,11 +236,10 @@ TEST(SupervisorLoop, OomHalvesTheMicroBatchThenGivesUpAtOne) {
 
 TEST(SupervisorLoop, KernelOomKillIsAnOomWhenTheRunnerHasEvidence) {
   Harness h("kernel-oom");
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(a, 1, 3, std::nullopt);
+  SimAttempt a = Harness::failing(1, 3, std::nullopt);
   a.actions.push_back(SimAction{0.5 + 2.0 + 0.01, 1, SimExit{Signaled{SIGKILL}, true}});
-  h.runner.push(a);
-  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.push(a);
+  h.push(Harness::attempt());
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto f = h.of("failure");
   ASSERT_EQ(f.size(), 1u);
@@ -243,9 +253,7 @@ TEST(SupervisorLoop, RestartBudgetExhaustedIsACleanFailure) {
   h.opts.config.budget.max_restarts = 2;
   h.opts.config.budget.no_progress_restarts = 10;
   for (int i = 0; i < 3; ++i) {
-    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-    sim_fault(a, 1, 7, Exited{6});
-    h.runner.push(a);
+    h.push(Harness::failing(1, 7, Exited{6}));
   }
   EXPECT_EQ(h.run(), kExitRestartBudget);
   const auto decisions = h.of("decision");
@@ -266,9 +274,7 @@ TEST(SupervisorLoop, RestartsWithoutANewCheckpointStopWithNoProgress) {
   h.opts.config.budget.max_restarts = 10;
   h.opts.config.budget.no_progress_restarts = 2;
   for (int i = 0; i < 3; ++i) {
-    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-    sim_fault(a, 0, 3, Exited{6});  // before the first checkpoint, every time
-    h.runner.push(a);
+    h.push(Harness::failing(0, 3, Exited{6}));  // before the first checkpoint, every time
   }
   EXPECT_EQ(h.run(), kExitNoProgress);
 }
@@ -279,7 +285,7 @@ TEST(SupervisorLoop, ConfigurationErrorIsNotRetried) {
   sim_emit(a, 0.2, 0, {{"type", "error"}, {"code", "CONFIG_ERROR"}, {"message", "bad key"}});
   a.actions.push_back(SimAction{0.21, 0, SimExit{Exited{2}}});
   a.actions.push_back(SimAction{0.21, 1, SimExit{Exited{2}}});
-  h.runner.push(a);
+  h.push(a);
   EXPECT_EQ(h.run(), kExitFatal);
   EXPECT_EQ(h.of("failure").front()["class"], "fatal");
   EXPECT_EQ(h.runner.started().size(), 1u);
@@ -289,7 +295,7 @@ TEST(SupervisorLoop, TrainerThatCannotStartIsFatal) {
   Harness h("nostart");
   SimAttempt a;
   a.start_error = core::make_error(core::ErrorKind::kNotFound, "grpo-trainer: not found on PATH");
-  h.runner.push(a);
+  h.push(a);
   EXPECT_EQ(h.run(), kExitFatal);
   EXPECT_NE(h.of("failure").front()["description"].get<std::string>().find("not found"),
             std::string::npos);
@@ -300,7 +306,7 @@ TEST(SupervisorLoop, Usr2UnderSlurmCheckpointsThenRequeuesAndTheNextSupervisorCo
   h.job.slurm = true;
   h.job.nodes = {"n1"};
   h.job.restarts = 0;
-  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.push(Harness::attempt());
   h.signals.push(SIGUSR2, 40);  // a few steps in
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.job.requeues, 1);
@@ -323,7 +329,7 @@ TEST(SupervisorLoop, Usr2UnderSlurmCheckpointsThenRequeuesAndTheNextSupervisorCo
   // The job comes back: a new supervisor on the same run directory.
   h.job.restarts = 1;
   h.sup.reset();
-  h.runner.push(sim_trainer(2, at, 10, 1.0, 5));
+  h.push(Harness::attempt(at));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto starts = h.of("run_started");
   ASSERT_EQ(starts.size(), 2u);
@@ -343,7 +349,7 @@ TEST(SupervisorLoop, Usr2UnderSlurmCheckpointsThenRequeuesAndTheNextSupervisorCo
 
 TEST(SupervisorLoop, CtrlCLocallyCheckpointsAndExits130) {
   Harness h("sigint");
-  h.runner.push(sim_trainer(2, 0, 10, 1.0, 5));
+  h.push(Harness::attempt());
   h.signals.push(SIGINT, 30);
   EXPECT_EQ(h.run(), kExitInterrupted);
   EXPECT_EQ(h.of("checkpoint_saved").back()["reason"], "request");
@@ -358,15 +364,14 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.budget.max_restarts = 0;  // a membership change spends nothing
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(a, 1, 7, std::nullopt);
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
   a.actions.push_back(SimAction{
       0.5 + 6.0 + 0.5, 1,
       RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
   a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 0, SimExit{Exited{4}}});
   a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 1, SimExit{Signaled{SIGKILL}}});
-  h.runner.push(a);
-  h.runner.push(sim_trainer(1, 5, 10, 1.0, 5));
+  h.push(a);
+  h.push(Harness::attempt(5, 1));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto f = h.of("failure");
   ASSERT_EQ(f.size(), 1u);
@@ -391,10 +396,8 @@ TEST(SupervisorLoop, PeersReportingCommErrorsOnADownNodeIsANodeLoss) {
   h.job.down = {"n2"};
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(a, 1, 7, Exited{4});
-  h.runner.push(a);
-  h.runner.push(sim_trainer(1, 5, 10, 1.0, 5));
+  h.push(Harness::failing(1, 7, Exited{4}));
+  h.push(Harness::attempt(5, 1));
   EXPECT_EQ(h.run(), kExitSucceeded);
   EXPECT_EQ(h.of("failure").front()["class"], "node_loss");
 }
@@ -406,14 +409,13 @@ TEST(SupervisorLoop, NodeLossBelowTheMinimumRequeues) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.min_nodes = 2;
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(a, 1, 7, std::nullopt);
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
   a.actions.push_back(SimAction{
       7.0, 1,
       RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
   a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
   a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  h.runner.push(a);
+  h.push(a);
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.job.requeues, 1);
 }
@@ -423,7 +425,7 @@ TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
   h.job.slurm = true;
   h.job.nodes = {"n1"};
   h.job.end = h.clock.wall() + 70;  // margin: max(60 s, ...) -> yield after ~10 s
-  h.runner.push(sim_trainer(2, 0, 30, 1.0, 5));
+  h.push(sim_trainer(2, 0, 30, 1.0, 5));
   EXPECT_EQ(h.run(), kExitRequeue);
   const auto f = h.of("failure").front();
   EXPECT_EQ(f["class"], "preemption");
@@ -433,7 +435,7 @@ TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
 
 TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
   Harness h("straggler");
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  SimAttempt a = Harness::attempt();
   for (auto& act : a.actions) {
     if (act.rank != 1) continue;
     if (auto* e = std::get_if<SimEmit>(&act.what); e && e->event["type"] == "step") {
@@ -448,7 +450,7 @@ TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
       e->event["comm_s"] = 0.6;
     }
   }
-  h.runner.push(a);
+  h.push(a);
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto s = h.of("straggler");
   ASSERT_EQ(s.size(), 1u);
@@ -464,11 +466,11 @@ TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
 TEST(SupervisorLoop, ExpertImbalanceWarnsAtTheThreshold) {
   Harness h("imbalance");
   h.opts.config.warnings.expert_imbalance = 2;
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
+  SimAttempt a = Harness::attempt();
   for (int i = 0; i < 4; ++i) {
     sim_emit(a, 1.2 + i, 0, {{"type", "EXPERT_IMBALANCE"}, {"layer", 0}, {"imbalance", 4.2}});
   }
-  h.runner.push(a);
+  h.push(a);
   EXPECT_EQ(h.run(), kExitSucceeded);
   std::vector<int> counts;
   for (const auto& w : h.of("warning")) {
@@ -484,13 +486,11 @@ TEST(SupervisorLoop, RestartedSupervisorRebuildsItsStateFromTheLog) {
   h.opts.config.budget.no_progress_restarts = 10;
   // First supervisor: two crashes (budget 2 spent), then it dies during attempt 3.
   for (int i = 0; i < 2; ++i) {
-    SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-    sim_fault(a, 1, 7, Exited{6});
-    h.runner.push(a);
+    h.push(Harness::failing(1, 7, Exited{6}));
   }
   // The third attempt succeeds, but the log is cut after its start: what a kill -9 of the
   // supervisor during attempt 3 leaves behind.
-  h.runner.push(sim_trainer(2, 5, 10, 1.0, 5));
+  h.push(Harness::attempt(5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   auto events = h.events();
   std::size_t cut = 0;
@@ -506,9 +506,7 @@ TEST(SupervisorLoop, RestartedSupervisorRebuildsItsStateFromTheLog) {
   }
   h.sup.reset();
   // Second supervisor: attempt 3 is abandoned, the budget is still spent: one crash gives up.
-  SimAttempt a = sim_trainer(2, 5, 10, 1.0, 5);
-  sim_fault(a, 0, 8, Exited{6});
-  h.runner.push(a);
+  h.push(Harness::failing(0, 8, Exited{6}, 5));
   EXPECT_EQ(h.run(), kExitRestartBudget);
   const auto ended = h.of("attempt_ended");
   bool abandoned = false;
@@ -526,11 +524,11 @@ TEST(SupervisorLoop, ExternalTrainerWithoutHeartbeatsHangsWhenCheckpointsStop) {
   SimAttempt quiet;  // prints nothing, never exits
   quiet.actions.push_back(SimAction{1000, 0, SimExit{Exited{0}}});
   quiet.actions.push_back(SimAction{1000, 1, SimExit{Exited{0}}});
-  h.runner.push(quiet);
+  h.push(quiet);
   SimAttempt ok;
   ok.actions.push_back(SimAction{1, 0, SimExit{Exited{0}}});
   ok.actions.push_back(SimAction{1, 1, SimExit{Exited{0}}});
-  h.runner.push(ok);
+  h.push(ok);
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto f = h.of("failure");
   ASSERT_EQ(f.size(), 1u);
@@ -544,9 +542,7 @@ TEST(SupervisorLoop, SignalDuringTheBackoffYields) {
   h.job.slurm = true;
   h.job.nodes = {"n1"};
   h.opts.config.budget.backoff_base_s = 30;
-  SimAttempt a = sim_trainer(2, 0, 10, 1.0, 5);
-  sim_fault(a, 1, 3, Exited{6});
-  h.runner.push(a);
+  h.push(Harness::failing(1, 3, Exited{6}));
   h.signals.push(SIGTERM, 40);  // polls: 0.1 s each during the attempt, then 0.1 s backoff slices
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.runner.started().size(), 1u);
@@ -555,7 +551,7 @@ TEST(SupervisorLoop, SignalDuringTheBackoffYields) {
 
 TEST(SupervisorLoop, FinishedRunIsNotStartedAgain) {
   Harness h("finished");
-  h.runner.push(sim_trainer(2, 0, 3, 1.0, 5));
+  h.push(sim_trainer(2, 0, 3, 1.0, 5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto n = h.events().size();
   h.sup.reset();

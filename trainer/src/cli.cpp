@@ -25,8 +25,8 @@ int run_trainer_cli(int argc, char** argv) {
   app.add_option("--set", o.overrides, "override one setting: key=value (repeatable)");
   app.add_option("--model", o.model, "model name (PROFILE_DIR/models/NAME.toml) or spec file");
   app.add_option("--profile-dir", o.profile_dir,
-                 "profiles directory holding models/ (default: $GRPO_PROFILE_DIR or the source "
-                 "tree's profiles/)");
+                 "profiles directory holding models/ (default: $GRPO_PROFILE_DIR, else the "
+                 "shipped <prefix>/share/grpo-launch/profiles)");
   app.add_option("--run-dir", run_dir, "run directory: checkpoints/, control/, faults/")
       ->capture_default_str();
   app.add_option("--resume", o.resume,

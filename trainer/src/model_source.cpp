@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "grpo/core/text.h"
+#include "grpo/io/profile_store.h"
 #include "grpo/trainer/checkpoint_store.h"
 #include "grpo/trainer/trainer.h"
 
@@ -14,7 +15,7 @@ fs::path default_model_dir() {
   if (const char* env = std::getenv("GRPO_PROFILE_DIR"); env != nullptr && *env != '\0') {
     return fs::path(env) / "models";
   }
-  return fs::path(GRPO_SOURCE_PROFILE_DIR) / "models";
+  return io::shipped_data_dir(io::executable_dir()) / "profiles" / "models";
 }
 
 DirectoryModelProvider::DirectoryModelProvider(fs::path dir) : dir_(std::move(dir)) {}

@@ -51,6 +51,34 @@ const float* data_or_null(const at::Tensor& t) {
   return t.defined() ? t.data_ptr<float>() : nullptr;
 }
 
+// A row's results from its softmax statistics and its token's scaled logit.
+struct RowResult {
+  float lse;
+  float entropy;
+  float logprob;
+};
+RowResult finish_row(const OnlineSoftmax& st, float target_logit) {
+  const double l = st.lse();
+  return {static_cast<float>(l), static_cast<float>(st.entropy()),
+          static_cast<float>(static_cast<double>(target_logit) - l)};
+}
+
+// Turns one row of n logits in place into d(a * log p_t + b * entropy)/d(logits); t is the
+// token's column in this row (outside [0, n) when the token is in another block).
+void grad_row_in_place(float* row, std::int64_t n, float scale, float lse, float a, float b,
+                       float entropy, std::int64_t t) {
+  softmax_grad(row, row, n, scale, lse, a, b, entropy);
+  if (t >= 0 && t < n) row[t] += a;
+}
+
+// Adds one token's loss terms to the sums.
+void add_token(PolicySums& sums, const math::TokenLoss& t, float entropy) {
+  sums.pg += t.pg;
+  sums.kl += t.kl;
+  sums.entropy += entropy;
+  sums.clipped += t.clipped ? 1.0 : 0.0;
+}
+
 }  // namespace
 
 std::int64_t grad_chunk_rows(std::int64_t v, std::int64_t n, const FusedOptions& options) {
@@ -105,11 +133,11 @@ LogprobStats logprob_forward(const at::Tensor& hidden_in, const at::Tensor& weig
       });
     }
     for (std::int64_t i = 0; i < r; ++i) {
-      const auto ui = static_cast<std::size_t>(i);
-      const double l = stats[ui].lse();
-      lse[c0 + i] = static_cast<float>(l);
-      ent[c0 + i] = static_cast<float>(stats[ui].entropy());
-      lp[c0 + i] = static_cast<float>(static_cast<double>(target[ui]) - l);
+      const RowResult row =
+          finish_row(stats[static_cast<std::size_t>(i)], target[static_cast<std::size_t>(i)]);
+      lse[c0 + i] = row.lse;
+      ent[c0 + i] = row.entropy;
+      lp[c0 + i] = row.logprob;
     }
   }
   return out;
@@ -157,10 +185,7 @@ Grads logprob_backward(const at::Tensor& hidden_in, const at::Tensor& weight_in,
           const std::int64_t k = c0 + i;
           const float a = ga != nullptr ? ga[k] * scale : 0.0f;
           const float bb = gb != nullptr ? gb[k] * scale : 0.0f;
-          float* row = zp + i * nb;
-          softmax_grad(row, row, nb, scale, lse[k], a, bb, ent[k]);
-          const std::int64_t t = tok[k] - v0;
-          if (t >= 0 && t < nb) row[t] += a;
+          grad_row_in_place(zp + i * nb, nb, scale, lse[k], a, bb, ent[k], tok[k] - v0);
         }
       });
       if (need_hidden) g.hidden.narrow(0, c0, r).addmm_(z, w);
@@ -180,12 +205,10 @@ PolicySums policy_sums(const LogprobStats& stats, const PolicyTokens& in,
   const float* ref = data_or_null(in.ref_logprobs);
   const float* adv = in.advantages.data_ptr<float>();
   for (std::int64_t i = 0; i < n; ++i) {
-    const math::TokenLoss t =
-        math::token_policy_loss(lp[i], old[i], ref != nullptr ? ref[i] : 0.0, adv[i], scalars);
-    sums.pg += t.pg;
-    sums.kl += t.kl;
-    sums.entropy += ent[i];
-    sums.clipped += t.clipped ? 1.0 : 0.0;
+    add_token(
+        sums,
+        math::token_policy_loss(lp[i], old[i], ref != nullptr ? ref[i] : 0.0, adv[i], scalars),
+        ent[i]);
   }
   return sums;
 }
@@ -232,11 +255,11 @@ EagerPolicy policy_loss_eager(const at::Tensor& hidden_in, const at::Tensor& wei
     at::parallel_for(0, r, 1, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) {
         const auto ui = static_cast<std::size_t>(i);
-        const OnlineSoftmax st = row_softmax(zp + i * v, v, vb, scale);
-        const double l = st.lse();
-        lse[ui] = static_cast<float>(l);
-        ent[ui] = static_cast<float>(st.entropy());
-        lp[ui] = static_cast<float>(static_cast<double>(zp[i * v + tok[c0 + i]] * scale) - l);
+        const RowResult row =
+            finish_row(row_softmax(zp + i * v, v, vb, scale), zp[i * v + tok[c0 + i]] * scale);
+        lse[ui] = row.lse;
+        ent[ui] = row.entropy;
+        lp[ui] = row.logprob;
       }
     });
 
@@ -246,10 +269,7 @@ EagerPolicy policy_loss_eager(const at::Tensor& hidden_in, const at::Tensor& wei
       const std::int64_t k = c0 + i;
       const math::TokenLoss t =
           math::token_policy_loss(lp[ui], old[k], ref != nullptr ? ref[k] : 0.0, adv[k], scalars);
-      out.sums.pg += t.pg;
-      out.sums.kl += t.kl;
-      out.sums.entropy += ent[ui];
-      out.sums.clipped += t.clipped ? 1.0 : 0.0;
+      add_token(out.sums, t, ent[ui]);
       coef_a[ui] = static_cast<float>(t.dlogprob * scale);
       coef_b[ui] = static_cast<float>(t.dentropy * scale);
     }
@@ -259,9 +279,8 @@ EagerPolicy policy_loss_eager(const at::Tensor& hidden_in, const at::Tensor& wei
     at::parallel_for(0, r, 1, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) {
         const auto ui = static_cast<std::size_t>(i);
-        float* row = zp + i * v;
-        softmax_grad(row, row, v, scale, lse[ui], coef_a[ui], coef_b[ui], ent[ui]);
-        row[tok[c0 + i]] += coef_a[ui];
+        grad_row_in_place(zp + i * v, v, scale, lse[ui], coef_a[ui], coef_b[ui], ent[ui],
+                          tok[c0 + i]);
       }
     });
 

@@ -1,38 +1,8 @@
 #include "grpo/core/job_step.h"
 
 #include <algorithm>
-#include <csignal>
 
 namespace grpo::core {
-
-namespace {
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGINT:
-      return "SIGINT";
-    case SIGQUIT:
-      return "SIGQUIT";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGUSR2:
-      return "SIGUSR2";
-    default:
-      return "signal " + std::to_string(sig);
-  }
-}
-
-}  // namespace
 
 std::vector<std::string> step_nodes(const RunSpec& spec, const Allocation& allocation) {
   std::vector<std::string> out;
@@ -80,23 +50,6 @@ std::vector<std::string> srun_command(const RunSpec& spec, const std::string& sr
     argv.push_back("--cpus-per-task=" + std::to_string(spec.cpus_per_task));
   argv.insert(argv.end(), spec.trainer_command.begin(), spec.trainer_command.end());
   return argv;
-}
-
-std::string describe(const StepOutcome& outcome) {
-  struct Visitor {
-    std::string operator()(const StepSucceeded&) const { return "succeeded"; }
-    std::string operator()(const StepFailed& f) const {
-      return "failed: srun exited " + std::to_string(f.exit_code);
-    }
-    std::string operator()(const StepKilled& k) const {
-      return "srun was killed by " + signal_name(k.signal);
-    }
-    std::string operator()(const StepInterrupted& i) const {
-      return "interrupted by " + signal_name(i.signal) + " (srun exited " +
-             std::to_string(i.exit_code) + ")";
-    }
-  };
-  return std::visit(Visitor{}, outcome);
 }
 
 }  // namespace grpo::core

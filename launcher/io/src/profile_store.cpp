@@ -32,15 +32,28 @@ bool looks_like_path(std::string_view name) {
 
 }  // namespace
 
+fs::path executable_path() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path{} : exe;
+}
+
+fs::path executable_dir() {
+  return executable_path().parent_path();
+}
+
+fs::path shipped_data_dir(const fs::path& executable_dir) {
+  if (executable_dir.empty()) return {};
+  return executable_dir.parent_path() / "share" / "grpo-launch";
+}
+
 SearchPathInputs search_inputs_from_environment(std::vector<std::string> profile_dirs) {
   SearchPathInputs in;
   in.profile_dirs = std::move(profile_dirs);
   in.env_path = getenv_opt("GRPO_LAUNCH_PROFILE_PATH");
   in.xdg_config_home = getenv_opt("XDG_CONFIG_HOME");
   in.home = getenv_opt("HOME");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) in.executable_dir = exe.parent_path();
+  in.executable_dir = executable_dir();
   return in;
 }
 
@@ -62,46 +75,44 @@ std::vector<fs::path> profile_search_path(const SearchPathInputs& in) {
   } else if (in.home) {
     out.push_back(fs::path(*in.home) / ".config" / "grpo-launch" / "profiles");
   }
-  if (!in.executable_dir.empty()) {
-    out.push_back(in.executable_dir.parent_path() / "share" / "grpo-launch" / "profiles");
-  }
-  out.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "profiles");
+  if (!in.executable_dir.empty()) out.push_back(shipped_data_dir(in.executable_dir) / "profiles");
   return out;
 }
 
 std::vector<fs::path> template_search_path(const fs::path& executable_dir) {
   std::vector<fs::path> out;
-  if (!executable_dir.empty())
-    out.push_back(executable_dir.parent_path() / "share" / "grpo-launch" / "templates");
-  out.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "templates");
+  if (!executable_dir.empty()) out.push_back(shipped_data_dir(executable_dir) / "templates");
   return out;
 }
 
-core::Result<core::ConfigSchema> load_config_schema(const fs::path& executable_dir) {
-  std::vector<fs::path> dirs;
-  if (!executable_dir.empty())
-    dirs.push_back(executable_dir.parent_path() / "share" / "grpo-launch" / "schema");
-  dirs.push_back(fs::path(GRPO_SOURCE_DATA_DIR) / "data" / "schema");
+core::Result<core::ConfigSchema> load_config_schema_from(const fs::path& dir) {
   std::error_code ec;
-  for (const auto& dir : dirs) {
-    if (!fs::is_regular_file(dir / "verl_keys.txt", ec)) continue;
-    core::SchemaTexts t;
-    GRPO_TRY(t.verl_keys, read_file(dir / "verl_keys.txt"));
-    GRPO_TRY(t.megatron_fields, read_file(dir / "megatron_transformer_config.txt"));
-    GRPO_TRY(t.nccl_env, read_file(dir / "nccl_env.txt"));
-    GRPO_TRY(t.hccl_env, read_file(dir / "hccl_env.txt"));
-    auto schema = core::ConfigSchema::parse(t);
-    if (!schema.ok()) {
-      core::Error e = schema.error();
-      e.message = dir.string() + ": " + e.message;
-      return e;
-    }
-    return schema;
+  if (!fs::is_regular_file(dir / "verl_keys.txt", ec)) {
+    return core::make_error(
+        core::ErrorKind::kNotFound,
+        "the verl/Megatron key lists are missing: no " + (dir / "verl_keys.txt").string());
   }
-  std::string searched;
-  for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
-  return core::make_error(core::ErrorKind::kNotFound,
-                          "the verl/Megatron key lists are missing; searched " + searched);
+  core::SchemaTexts t;
+  GRPO_TRY(t.verl_keys, read_file(dir / "verl_keys.txt"));
+  GRPO_TRY(t.megatron_fields, read_file(dir / "megatron_transformer_config.txt"));
+  GRPO_TRY(t.nccl_env, read_file(dir / "nccl_env.txt"));
+  GRPO_TRY(t.hccl_env, read_file(dir / "hccl_env.txt"));
+  auto schema = core::ConfigSchema::parse(t);
+  if (!schema.ok()) {
+    core::Error e = schema.error();
+    e.message = dir.string() + ": " + e.message;
+    return e;
+  }
+  return schema;
+}
+
+core::Result<core::ConfigSchema> load_config_schema(const fs::path& executable_dir) {
+  if (executable_dir.empty()) {
+    return core::make_error(core::ErrorKind::kNotFound,
+                            "the verl/Megatron key lists are missing: the executable's own "
+                            "directory is unknown (/proc/self/exe)");
+  }
+  return load_config_schema_from(shipped_data_dir(executable_dir) / "schema");
 }
 
 DirectorySourceProvider::DirectorySourceProvider(std::vector<fs::path> search_path)

@@ -1,4 +1,5 @@
 #include "grpo/slurm/process_runner.h"
+#include "grpo/slurm/signals.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -22,11 +23,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
 
 ExitStatus from_wait_status(int st) {
   if (WIFSIGNALED(st)) return Signaled{WTERMSIG(st)};
@@ -91,47 +87,12 @@ struct Spawned {
 };
 
 core::Result<Spawned> spawn(const CommandSpec& spec, bool allow_capture) {
-  if (spec.argv.empty() || spec.argv.front().empty()) {
-    return make_error(ErrorKind::kInvalidValue, "empty command");
-  }
-  for (const auto& w : spec.argv) {
-    if (w.find('\0') != std::string::npos) {
-      return make_error(ErrorKind::kInvalidValue, spec.argv.front() + ": argument contains NUL");
-    }
-  }
   if (!allow_capture && (spec.out == Stream::kCapture || spec.err == Stream::kCapture)) {
     return make_error(ErrorKind::kInternal, "start() cannot capture output; use run()");
   }
-  // The child's environment: ours, minus unset_env, plus env.
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  for (const auto& name : spec.unset_env) env.erase(name);
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  std::vector<std::string> env_strings;
-  env_strings.reserve(env.size());
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-
-  const auto path_it = env.find("PATH");
-  const std::string path = path_it == env.end() ? "/usr/bin:/bin" : path_it->second;
-  const auto exe = find_executable(spec.argv.front(), path);
-  if (!exe) {
-    if (spec.argv.front().find('/') != std::string::npos) {
-      return make_error(ErrorKind::kNotFound, spec.argv.front() + ": no such executable file");
-    }
-    return make_error(ErrorKind::kNotFound, spec.argv.front() + ": not found on PATH");
-  }
-
-  std::vector<char*> argv;
-  for (const auto& w : spec.argv) argv.push_back(const_cast<char*>(w.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  GRPO_TRY(const ExecImage image, prepare_exec(spec.argv, spec.env, spec.unset_env));
+  const std::vector<char*> argv = exec_array(spec.argv);
+  const std::vector<char*> envp = exec_array(image.env);
 
   SpawnSetup setup;
   if (!setup.ok()) return make_error(ErrorKind::kInternal, "posix_spawn setup failed");
@@ -183,11 +144,11 @@ core::Result<Spawned> spawn(const CommandSpec& spec, bool allow_capture) {
   posix_spawnattr_setflags(setup.attr(), flags);
 
   pid_t pid = -1;
-  const int rc =
-      ::posix_spawn(&pid, exe->c_str(), setup.actions(), setup.attr(), argv.data(), envp.data());
+  const int rc = ::posix_spawn(&pid, image.path.c_str(), setup.actions(), setup.attr(), argv.data(),
+                               envp.data());
   if (rc != 0) {
     const ErrorKind kind = rc == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo;
-    return make_error(kind, "cannot run " + *exe + ": " + std::strerror(rc));
+    return make_error(kind, "cannot run " + image.path + ": " + std::strerror(rc));
   }
   child.pid = pid;
   return child;
@@ -282,6 +243,49 @@ int shell_code(const ExitStatus& status) {
     int operator()(const Signaled& s) const { return 128 + s.signal; }
   };
   return std::visit(V{}, status);
+}
+
+core::Result<ExecImage> prepare_exec(const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& set,
+                                     const std::vector<std::string>& unset) {
+  if (argv.empty() || argv.front().empty()) {
+    return make_error(ErrorKind::kInvalidValue, "empty command");
+  }
+  for (const auto& w : argv) {
+    if (w.find('\0') != std::string::npos) {
+      return make_error(ErrorKind::kInvalidValue, argv.front() + ": argument contains NUL");
+    }
+  }
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  for (const auto& name : unset) env.erase(name);
+  for (const auto& [k, v] : set) env[k] = v;
+  const auto path_it = env.find("PATH");
+  auto exe =
+      find_executable(argv.front(), path_it == env.end() ? "/usr/bin:/bin" : path_it->second);
+  if (!exe) {
+    return make_error(
+        ErrorKind::kNotFound,
+        argv.front() + (argv.front().find('/') != std::string::npos ? ": no such executable file"
+                                                                    : ": not found on PATH"));
+  }
+  ExecImage image;
+  image.path = std::move(*exe);
+  image.env.reserve(env.size());
+  for (const auto& [k, v] : env) image.env.push_back(k + "=" + v);
+  return image;
+}
+
+std::vector<char*> exec_array(const std::vector<std::string>& words) {
+  std::vector<char*> out;
+  out.reserve(words.size() + 1);
+  for (const auto& w : words) out.push_back(const_cast<char*>(w.c_str()));
+  out.push_back(nullptr);
+  return out;
 }
 
 std::optional<std::string> find_executable(const std::string& argv0, const std::string& path) {

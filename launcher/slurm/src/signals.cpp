@@ -4,8 +4,14 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 
 namespace grpo::slurm {
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 using core::ErrorKind;
 using core::make_error;
@@ -64,17 +70,6 @@ std::optional<int> ProcessSignals::take() {
     if ((g_pending.fetch_and(~bit) & bit) != 0) return s;
   }
   return std::nullopt;
-}
-
-std::optional<int> FakeSignals::take() {
-  if (script_.empty()) return std::nullopt;
-  if (script_.front().delay > 0) {
-    --script_.front().delay;
-    return std::nullopt;
-  }
-  const int s = script_.front().sig;
-  script_.erase(script_.begin());
-  return s;
 }
 
 }  // namespace grpo::slurm

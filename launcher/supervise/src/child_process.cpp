@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -10,12 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-extern char** environ;
 
 namespace grpo::supervise {
 
@@ -70,39 +70,9 @@ bool LineBuffer::read_from(int fd, std::vector<std::string>& out) {
 }
 
 core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
-  if (spec.argv.empty() || spec.argv.front().empty()) {
-    return make_error(ErrorKind::kInvalidValue, "empty command");
-  }
-  for (const auto& w : spec.argv) {
-    if (w.find('\0') != std::string::npos) {
-      return make_error(ErrorKind::kInvalidValue, spec.argv.front() + ": argument contains NUL");
-    }
-  }
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  for (const auto& n : spec.unset_env) env.erase(n);
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  const auto path_it = env.find("PATH");
-  const auto exe = slurm::find_executable(spec.argv.front(),
-                                          path_it == env.end() ? "/usr/bin:/bin" : path_it->second);
-  if (!exe) {
-    return make_error(ErrorKind::kNotFound,
-                      spec.argv.front() + (spec.argv.front().find('/') != std::string::npos
-                                               ? ": no such executable file"
-                                               : ": not found on PATH"));
-  }
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv;
-  for (const auto& w : spec.argv) argv.push_back(const_cast<char*>(w.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  GRPO_TRY(const slurm::ExecImage image, slurm::prepare_exec(spec.argv, spec.env, spec.unset_env));
+  const std::vector<char*> argv = slurm::exec_array(spec.argv);
+  const std::vector<char*> envp = slurm::exec_array(image.env);
 
   int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status_pipe[2] = {-1, -1};
   int err_file = -1;
@@ -153,7 +123,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
     for (int s = 1; s < NSIG; ++s) {
       if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);
     }
-    ::execve(exe->c_str(), argv.data(), envp.data());
+    ::execve(image.path.c_str(), argv.data(), envp.data());
     const int e = errno;
     (void)!::write(status_pipe[1], &e, sizeof e);
     ::_exit(127);
@@ -177,7 +147,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
     }
     cleanup();
     return make_error(child_errno == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
-                      "cannot run " + *exe + ": " + std::strerror(child_errno));
+                      "cannot run " + image.path + ": " + std::strerror(child_errno));
   }
   auto child = std::unique_ptr<Child>(new Child());
   child->pid_ = pid;
@@ -240,6 +210,19 @@ void Child::signal_group(int sig) {
 
 void Child::signal_self(int sig) {
   if (!status_) ::kill(pid_, sig);
+}
+
+void wait_readable(const std::vector<int>& fds, double left_s) {
+  std::vector<pollfd> polled;
+  for (int fd : fds) {
+    if (fd >= 0) polled.push_back(pollfd{fd, POLLIN, 0});
+  }
+  const int ms = static_cast<int>(std::min(left_s, 0.01) * 1000) + 1;
+  if (polled.empty()) {
+    ::usleep(static_cast<useconds_t>(ms) * 1000);
+  } else {
+    (void)::poll(polled.data(), polled.size(), ms);
+  }
 }
 
 int open_log(const fs::path& path) {

@@ -1,7 +1,6 @@
 #include "grpo/supervise/local_runner.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -214,17 +213,9 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
     }
     const double left = deadline - SystemClock().now();
     if (!events.empty() || left <= 0) return events;
-    std::vector<pollfd> fds;
-    for (const auto& r : ranks_) {
-      if (r.child->out_fd() >= 0) fds.push_back(pollfd{r.child->out_fd(), POLLIN, 0});
-    }
-    // Short slices: a rank's end shows in waitpid, not on a descriptor.
-    const int ms = static_cast<int>(std::min(left, 0.01) * 1000) + 1;
-    if (fds.empty()) {
-      ::usleep(static_cast<useconds_t>(ms) * 1000);
-    } else {
-      (void)::poll(fds.data(), fds.size(), ms);
-    }
+    std::vector<int> fds;
+    for (const auto& r : ranks_) fds.push_back(r.child->out_fd());
+    wait_readable(fds, left);
   }
 }
 

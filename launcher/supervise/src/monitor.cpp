@@ -5,9 +5,11 @@
 #include <csignal>
 #include <limits>
 
-#include "overloaded.h"
+#include "grpo/core/overloaded.h"
 
 namespace grpo::supervise {
+
+using core::Overloaded;
 
 using nlohmann::json;
 

@@ -3,15 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "grpo/core/overloaded.h"
+
 namespace grpo::supervise {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using core::Overloaded;
 
 double backoff(const History& h, const Budget& b) {
   const int n = h.consecutive_failures();  // failures before this one

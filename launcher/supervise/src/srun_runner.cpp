@@ -1,7 +1,6 @@
 #include "grpo/supervise/srun_runner.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -152,15 +151,7 @@ core::Result<std::vector<AttemptEvent>> SrunRunner::poll(double timeout_s) {
     }
     const double left = deadline - now;
     if (!events.empty() || left <= 0) return events;
-    std::vector<pollfd> fds;
-    if (srun_->out_fd() >= 0) fds.push_back(pollfd{srun_->out_fd(), POLLIN, 0});
-    if (srun_->err_fd() >= 0) fds.push_back(pollfd{srun_->err_fd(), POLLIN, 0});
-    const int ms = static_cast<int>(std::min(left, 0.01) * 1000) + 1;
-    if (fds.empty()) {
-      ::usleep(static_cast<useconds_t>(ms) * 1000);
-    } else {
-      (void)::poll(fds.data(), fds.size(), ms);
-    }
+    wait_readable({srun_->out_fd(), srun_->err_fd()}, left);
   }
 }
 

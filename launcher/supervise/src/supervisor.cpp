@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <set>
 
+#include "grpo/core/overloaded.h"
+#include "grpo/slurm/signals.h"
 #include "grpo/supervise/output_parsing.h"
-#include "overloaded.h"
 
 namespace grpo::supervise {
+
+using core::Overloaded;
 
 namespace fs = std::filesystem;
 using core::ErrorKind;
@@ -178,21 +181,6 @@ struct Supervisor::Attempt {
 };
 
 namespace {
-
-std::string signal_text(int sig) {
-  switch (sig) {
-    case SIGUSR2:
-      return "SIGUSR2";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "signal " + std::to_string(sig);
-  }
-}
 
 json failure_fields(const Failure& f) {
   json j;
@@ -565,12 +553,12 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
 
     // Signals sent to us: the job must yield (USR2 before the time limit, TERM, Ctrl-C).
     while (auto sig = d_.signals.take()) {
-      spdlog::warn("received {}", signal_text(*sig));
+      spdlog::warn("received {}", slurm::signal_name(*sig));
       const bool again = std::any_of(a.candidates.begin(), a.candidates.end(), [](const auto& f) {
         return std::holds_alternative<Preemption>(f);
       });
       if (again && (*sig == SIGINT || *sig == SIGTERM) && !a.killed) {
-        spdlog::warn("second {}: stopping the ranks now", signal_text(*sig));
+        spdlog::warn("second {}: stopping the ranks now", slurm::signal_name(*sig));
         a.teardown = true;
         a.sent.insert(SIGKILL);
         a.sent.insert(SIGTERM);
@@ -578,7 +566,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
         a.killed_at = now;
         GRPO_TRY_STATUS(d_.runner.kill());
       }
-      if (!again) a.candidates.push_back(Preemption{signal_text(*sig)});
+      if (!again) a.candidates.push_back(Preemption{slurm::signal_name(*sig)});
     }
     if (!a.exit && !a.teardown && !a.checkpoint_requested_at) {
       GRPO_TRY(auto end, check_end_time(now));
@@ -650,7 +638,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
           // to stop with SIGTERM (its checkpoint-and-exit convention).
           const int sig = embedded() ? SIGUSR2 : SIGTERM;
           spdlog::info("asking the trainer for a checkpoint ({}) before yielding",
-                       signal_text(sig));
+                       slurm::signal_name(sig));
           a.sent.insert(sig);
           if (auto st = d_.runner.signal(sig); !st.ok()) {
             spdlog::warn("cannot signal the ranks: {}", st.error().message);
@@ -890,7 +878,7 @@ core::Result<int> Supervisor::run() {
         sig = d_.signals.take();
       }
       if (sig) {
-        const Preemption p{signal_text(*sig) + " during the restart backoff"};
+        const Preemption p{slurm::signal_name(*sig) + " during the restart backoff"};
         spdlog::warn("{}", describe(Failure{p}));
         const Decision d2 = decide(p, prior, o_.config.budget, ctx);
         GRPO_TRY_STATUS(transition(Trigger::kLaunch, "attempt " + std::to_string(number + 1)));

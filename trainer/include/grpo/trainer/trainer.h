@@ -26,7 +26,7 @@ int run_trainer(const TrainerOptions& options);
 int run_trainer_cli(int argc, char** argv);
 
 // The directory model names are resolved in when --profile-dir is not given: $GRPO_PROFILE_DIR,
-// else the source tree's profiles/models.
+// else the shipped <prefix>/share/grpo-launch/profiles/models next to the executable's bin/.
 std::filesystem::path default_model_dir();
 
 }  // namespace grpo::trainer

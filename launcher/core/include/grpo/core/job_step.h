@@ -1,11 +1,10 @@
-// The pure parts of a run's job step: the allocation checked against the rank map, the srun
-// command line, and the closed outcome type of one step (docs/sbatch-template.md, "supervise").
-// The step is run by slurm::run_step (launcher/slurm/include/grpo/slurm/step_runner.h).
+// The pure parts of a run's job step: the allocation checked against the rank map and the srun
+// command line (docs/sbatch-template.md, "supervise"). The supervisor runs the step once per
+// attempt through supervise::SrunRunner (launcher/supervise/include/grpo/supervise/srun_runner.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "grpo/core/result.h"
@@ -35,22 +34,5 @@ std::vector<std::string> step_nodes(const RunSpec& spec, const Allocation& alloc
 //        --nodes=N --ntasks=N*T --ntasks-per-node=T [--cpus-per-task=C] <trainer argv...>
 // `srun` is the program name (a path, or looked up in PATH).
 std::vector<std::string> srun_command(const RunSpec& spec, const std::string& srun = "srun");
-
-// How one job step ended (closed: visit it without a default branch).
-struct StepSucceeded {};  // srun exited 0: every rank exited 0
-struct StepFailed {       // srun exited non-zero (a rank failed, or srun could not launch)
-  int exit_code = 1;
-};
-struct StepKilled {  // srun itself was killed by a signal nobody forwarded
-  int signal = 0;
-};
-struct StepInterrupted {  // the supervisor received `signal`, forwarded it, and the step ended
-  int signal = 0;
-  int exit_code = 0;  // srun's exit code, or 128 + signal when srun died of a signal
-};
-using StepOutcome = std::variant<StepSucceeded, StepFailed, StepKilled, StepInterrupted>;
-
-// One line: "succeeded", "failed: srun exited 143", "interrupted by SIGTERM (srun exited 143)".
-std::string describe(const StepOutcome& outcome);
 
 }  // namespace grpo::core

@@ -2,9 +2,12 @@
 //   1. --profile-dir DIR flags, in the order given
 //   2. $GRPO_LAUNCH_PROFILE_PATH, colon-separated directories
 //   3. the per-user directory $XDG_CONFIG_HOME/grpo-launch/profiles (~/.config/... by default)
-//   4. the installed profiles, <prefix>/share/grpo-launch/profiles (found next to the executable)
-//   5. the source tree's profiles/ (for binaries run from the build tree)
+//   4. the shipped profiles, <prefix>/share/grpo-launch/profiles, where <prefix> is the parent of
+//      the executable's directory (installed: /usr/bin/grpo-launch -> /usr/share/grpo-launch; the
+//      build tree mirrors this layout: build/bin/ and build/share/grpo-launch/,
+//      docs/architecture.md)
 // Each directory holds clusters/<name>.toml and models/<name>.toml. See docs/profile-format.md.
+// Nothing here knows the source tree: an installed binary finds only what was installed.
 #pragma once
 
 #include <filesystem>
@@ -25,6 +28,13 @@ struct SearchPathInputs {
   std::filesystem::path executable_dir;        // where the running binary lives (may be empty)
 };
 
+// The running executable (/proc/self/exe), empty when unknown; executable_dir() is its directory.
+std::filesystem::path executable_path();
+std::filesystem::path executable_dir();
+
+// <prefix>/share/grpo-launch for an executable in <prefix>/bin (empty for an empty input).
+std::filesystem::path shipped_data_dir(const std::filesystem::path& executable_dir);
+
 // Reads the environment variables above and the executable's directory.
 SearchPathInputs search_inputs_from_environment(std::vector<std::string> profile_dirs);
 
@@ -44,12 +54,14 @@ class DirectorySourceProvider final : public core::SourceProvider {
   std::vector<std::filesystem::path> search_path_;
 };
 
-// The directory of templates/ (same search order: installed, then the source tree).
+// The directories holding templates/ files: <prefix>/share/grpo-launch/templates.
 std::vector<std::filesystem::path> template_search_path(
     const std::filesystem::path& executable_dir);
 
-// Loads the checker's schema (data/schema/*.txt): installed <prefix>/share/grpo-launch/schema,
-// then the source tree's data/schema. Errors: kNotFound when neither exists, kIo, kParse.
+// Loads the checker's schema (verl_keys.txt, megatron_transformer_config.txt, nccl_env.txt,
+// hccl_env.txt) from `schema_dir`. Errors: kNotFound when the directory lacks them, kIo, kParse.
+core::Result<core::ConfigSchema> load_config_schema_from(const std::filesystem::path& schema_dir);
+// The same from <prefix>/share/grpo-launch/schema.
 core::Result<core::ConfigSchema> load_config_schema(const std::filesystem::path& executable_dir);
 
 }  // namespace grpo::io

@@ -1,9 +1,9 @@
 // Running other programs (sbatch, scontrol, srun, later the local ranks) behind one narrow
-// interface: a real implementation (posix_spawn, no shell) and a scripted fake for unit tests
-// (fake_process_runner.h). Two ways to run something:
+// interface: a real implementation (posix_spawn, no shell) here and a scripted fake for unit
+// tests (tests/support/include/grpo/test_support/fake_process_runner.h). Two ways to run something:
 //   run():   to completion, stdout/stderr captured, killed after a timeout (sbatch, scontrol);
 //   start(): a handle to a running child that the caller waits for, signals and kills (the
-//            srun job step; issue 6's supervisor builds its runners on this).
+//            srun job step and the local ranks the supervisor starts).
 #pragma once
 
 #include <chrono>
@@ -104,5 +104,19 @@ class PosixProcessRunner final : public ProcessRunner {
 // The executable argv0 names: argv0 itself when it contains '/', else the first regular,
 // executable PATH entry (empty entries mean "."). nullopt when there is none.
 std::optional<std::string> find_executable(const std::string& argv0, const std::string& path);
+
+// What posix_spawn / execve need to start a command: the executable found on the PATH of the
+// child's environment, and that environment (ours, minus `unset`, plus `set`) as "K=V" strings.
+struct ExecImage {
+  std::string path;
+  std::vector<std::string> env;
+};
+// Errors: kInvalidValue (empty command, an argument with NUL), kNotFound (no such executable).
+// The one home of these checks for every way the project starts a program.
+core::Result<ExecImage> prepare_exec(const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& set,
+                                     const std::vector<std::string>& unset);
+// A null-terminated array of pointers into `words`, as execve wants (valid while `words` is).
+std::vector<char*> exec_array(const std::vector<std::string>& words);
 
 }  // namespace grpo::slurm

@@ -1,15 +1,19 @@
 // Signals sent to the supervisor (TERM, INT, HUP, USR2), behind one narrow interface: the real
-// handlers (ProcessSignals) and scripted ones for tests (FakeSignals). No libslurm: the local
-// supervisor uses them too.
+// handlers (ProcessSignals); tests script them with FakeSignals (tests/support). No libslurm: the
+// local supervisor uses them too.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "grpo/core/result.h"
 
 namespace grpo::slurm {
+
+// "SIGTERM", "SIGUSR2", ...; "signal N" for a number without a name. The one home of this.
+std::string signal_name(int sig);
 
 // Where the supervisor learns about signals sent to it.
 class SignalSource {
@@ -33,20 +37,6 @@ class ProcessSignals final : public SignalSource {
 
  private:
   ProcessSignals() = default;
-};
-
-// Scripted signals for tests: take() returns them one by one, each after `delay_polls` calls.
-class FakeSignals final : public SignalSource {
- public:
-  void push(int sig, int delay_polls = 0) { script_.push_back({sig, delay_polls}); }
-  std::optional<int> take() override;
-
- private:
-  struct Item {
-    int sig;
-    int delay;
-  };
-  std::vector<Item> script_;
 };
 
 }  // namespace grpo::slurm

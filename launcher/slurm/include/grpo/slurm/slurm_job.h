@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "grpo/core/result.h"
 #include "grpo/core/job_step.h"
+#include "grpo/core/result.h"
 
 namespace grpo::slurm {
 

@@ -1,11 +1,11 @@
 // Running one attempt of a run (every rank of the trainer once) behind ONE narrow interface, with
-// three implementations (docs/supervisor.md, "Runners"):
+// two implementations in the product and one for tests (docs/supervisor.md, "Runners"):
 //   LocalRunner      fork/exec of N ranks on this machine with the torchrun environment
 //                    (local_runner.h);
 //   SrunRunner       one `srun --mpi=pmix --label` job step inside a Slurm allocation
 //                    (srun_runner.h);
 //   SimulatedRunner  a failure script played against a fake clock, for unit tests
-//                    (simulated_runner.h).
+//                    (tests/support/include/grpo/test_support/simulated_runner.h).
 // The supervisor (supervisor.h) only sees what this header declares: it starts an attempt, polls
 // what happened (lines of telemetry, ranks ending, the runner's own findings), signals and kills.
 #pragma once

@@ -77,6 +77,11 @@ class Child {
 // Errors: kIo.
 core::Status make_log_dir(const std::filesystem::path& dir);
 
+// Waits until one of `fds` (those >= 0) is readable or a short slice passes: at most 10 ms and
+// at most `left_s`. The runners poll in such slices because a child's end shows in waitpid, not
+// on a descriptor.
+void wait_readable(const std::vector<int>& fds, double left_s);
+
 // A log file of an attempt opened for appending (0600, close-on-exec); -1 when it cannot be.
 int open_log(const std::filesystem::path& path);
 // Appends `line` and a newline to `fd` (nothing when fd < 0; a failed write is ignored: a log

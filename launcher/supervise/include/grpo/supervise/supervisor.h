@@ -1,7 +1,8 @@
 // The supervisor: runs a run's attempts until training is done, the job must yield, or the
 // policy gives up (docs/supervisor.md). One loop shared by `grpo-launch run` (LocalRunner, no
 // Slurm) and `grpo-launch supervise` (SrunRunner inside the allocation); unit tests drive it
-// with the SimulatedRunner, a FakeClock, FakeSignals and a FakeJobControl.
+// with the test doubles of tests/support (SimulatedRunner, FakeClock, FakeSignals,
+// FakeJobControl), which only tests link.
 //
 // Principle: apply the event, act, record. Every state change and action is an event appended
 // to <run_dir>/events.jsonl (docs/events.md) and folded into the in-memory RunSummary with the

@@ -1,4 +1,4 @@
-// A scripted ProcessRunner for unit tests (and issue 6's simulated runs): each start() / run()
+// A scripted ProcessRunner for unit tests: each start() / run()
 // consumes the next scripted outcome in order and records the command it was given; started
 // fakes record the signals sent to them.
 #pragma once

@@ -1,4 +1,4 @@
-#include "grpo/slurm/fake_process_runner.h"
+#include "grpo/test_support/fake_process_runner.h"
 
 #include <csignal>
 

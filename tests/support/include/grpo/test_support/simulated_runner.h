@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "grpo/supervise/attempt_runner.h"
-#include "grpo/supervise/clock.h"
+#include "grpo/test_support/fake_clock.h"
 
 namespace grpo::supervise {
 

@@ -1,11 +1,13 @@
-#include "grpo/supervise/simulated_runner.h"
+#include "grpo/test_support/simulated_runner.h"
 
 #include <algorithm>
 #include <csignal>
 
-#include "overloaded.h"
+#include "grpo/core/overloaded.h"
 
 namespace grpo::supervise {
+
+using core::Overloaded;
 
 using nlohmann::json;
 
