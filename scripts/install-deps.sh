@@ -1,7 +1,31 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package grpo-launch needs to build, test and run.
 # Idempotent: quiet and fast when everything is present. The single place dependencies are declared.
+#
+#   scripts/install-deps.sh            build, test and run (what scripts/build.sh and test.sh use)
+#   scripts/install-deps.sh --bench    the same, plus what only the benchmarks under bench/ use:
+#                                      hyperfine (bench/planner/run.sh) and python3-torch
+#                                      (Debian's LibTorch 1.13 for Python and its /usr/bin/torchrun:
+#                                      the torchrun baseline of bench/recovery/run.py and the
+#                                      Python reference of bench/kernels/run_logprob.sh)
+# Not installed by either: the CUDA toolkit and an NVIDIA driver for bench/kernels/gpu_bench.sh
+# and -DGRPO_ENABLE_CUDA=ON (expected at /usr/local/cuda).
 set -euo pipefail
+
+bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    -h | --help)
+      sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "install-deps: unknown argument '$arg' (usage: scripts/install-deps.sh [--bench])" >&2
+      exit 64
+      ;;
+  esac
+done
 
 packages=(
   # toolchain
@@ -10,19 +34,30 @@ packages=(
   libtoml11-dev nlohmann-json3-dev
   # CLI, logging, templates
   libcli11-dev libspdlog-dev libfmt-dev libkainjow-mustache-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev hyperfine
+  # tests; Google Benchmark because the default build (GRPO_BUILD_BENCH=ON) compiles bench/planner
+  libgtest-dev libgmock-dev libbenchmark-dev
   # Slurm and PMIx (adapters, bootstrap, the throw-away test cluster)
   slurmctld slurmd slurm-client munge libslurm-dev libpmix-dev iproute2 util-linux procps
   # trainer: LibTorch (CPU) with c10d Gloo headers, OpenBLAS with OpenMP threads
   libtorch-dev libgloo-dev libopenblas0-openmp
-  # packaging; python3 for test helpers and scripts/refresh-schema.py
+  # packaging; python3 for test helpers, the benchmarks' drivers and scripts/refresh-schema.py
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)
   chromium fonts-dejavu-core
   # the generated man page is checked with groff
   groff-base
 )
+
+# --bench: what the benchmarks need beyond the list above (their drivers otherwise use only
+# python3's standard library, the built binaries and the Slurm packages above).
+bench_packages=(
+  # bench/planner/run.sh times the whole grpo-launch command
+  hyperfine
+  # bench/recovery/run.py (torchrun baseline: /usr/bin/torchrun running py_trainer.py) and
+  # bench/kernels/logprob_reference.py (run by run_logprob.sh)
+  python3-torch
+)
+if ((bench)); then packages+=("${bench_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do

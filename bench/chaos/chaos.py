@@ -2,8 +2,8 @@
 """Chaos run: a local supervised training run of several minutes with a random fault every
 30-60 s, which must still complete (bench/chaos/RESULTS.md). Not part of ctest.
 
-usage: bench/chaos/chaos.py [--launch build/launcher/cli/grpo-launch]
-                            [--trainer build/trainer/grpo-trainer] [--steps 400] [--seed 1]
+usage: bench/chaos/chaos.py [--launch build/bin/grpo-launch]
+                            [--trainer build/bin/grpo-trainer] [--steps 400] [--seed 1]
                             [--min-gap 30] [--max-gap 60] [--keep DIR]
 
 The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
@@ -16,6 +16,9 @@ The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-t
 and, injected through the trainer at random steps when the run starts: oom (OOM_ERROR in the
 update: the micro batch is halved) and torn_ckpt (a crash while writing a checkpoint).
 At the end the event log is checked (tests/integration/check_supervised.py) and summarised.
+
+Needs: scripts/install-deps.sh --bench and built grpo-launch and grpo-trainer; python3's standard
+library only.
 """
 import argparse
 import json
@@ -62,8 +65,8 @@ def alive(pid):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--launch", default=os.path.join(ROOT, "build/launcher/cli/grpo-launch"))
-    ap.add_argument("--trainer", default=os.path.join(ROOT, "build/trainer/grpo-trainer"))
+    ap.add_argument("--launch", default=os.path.join(ROOT, "build/bin/grpo-launch"))
+    ap.add_argument("--trainer", default=os.path.join(ROOT, "build/bin/grpo-trainer"))
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--min-gap", type=float, default=30)

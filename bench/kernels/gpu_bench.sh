@@ -4,6 +4,8 @@
 # Exits 77 (skipped) with a message where no CUDA device is visible or CUDA is not installed.
 #   usage: bench/kernels/gpu_bench.sh [BUILD_DIR]   (default build-cuda; configured and the
 #          benchmark built there with -DGRPO_ENABLE_CUDA=ON when missing)
+# Needs: scripts/install-deps.sh --bench, plus what it does not install: the CUDA toolkit (nvcc,
+# /usr/local/cuda) and an NVIDIA GPU with its driver (nvidia-smi).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The unfused GRPO log-prob + loss in Python/LibTorch, measured like ANCHORS.md did: logits,
-log_softmax, gather, PPO clip 0.2 (verl's dual clip) + 0.001 x low_var_kl, token mean, backward.
-Same inputs and measurement as kernels_logprob_bench (peak VmHWM above the inputs, reset after
-they are built). Prints one JSON object. Needs python3-torch (Debian's 1.13).
+"""The unfused GRPO log-prob + loss in Python/LibTorch, the Python reference of RESULTS.md here:
+logits, log_softmax, gather, PPO clip 0.2 (verl's dual clip) + 0.001 x low_var_kl, token mean,
+backward. Same inputs and measurement as kernels_logprob_bench (peak VmHWM above the inputs,
+reset after they are built). Prints one JSON object. Needs python3-torch (Debian's 1.13;
+scripts/install-deps.sh --bench).
    logprob_reference.py [--tokens N] [--hidden H] [--vocab V] [--threads T] [--seed S]"""
 import argparse
 import json

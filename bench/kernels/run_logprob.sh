@@ -6,6 +6,8 @@
 #   env:   TOKENS HIDDEN VOCAB THREADS (defaults 4096 2048 151936 2); PYTHON_REFERENCE=0 skips
 #          the Python/LibTorch reference; PYTHON (default /usr/bin/python3, Debian's, which has
 #          python3-torch) runs it
+# Needs: scripts/install-deps.sh --bench (python3-torch for the Python reference) and
+# kernels_logprob_bench built in BUILD_DIR; ~8 GiB of free memory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -4,10 +4,12 @@
 # of up to 16 tokens, 2 PPO epochs, random initialization); median over steps 3..STEPS. Each
 # (model, threads) pair runs fused and reference back to back.
 #   usage: bench/kernels/trainer_tokens.sh [STEPS] [THREADS...]   (GRPO_TRAINER=path/to/grpo-trainer)
+# Needs: scripts/install-deps.sh --bench and a built grpo-trainer; python3 (standard library) for
+# the table.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-trainer=${GRPO_TRAINER:-$root/build/trainer/grpo-trainer}
+trainer=${GRPO_TRAINER:-$root/build/bin/grpo-trainer}
 steps=${1:-8}
 shift || true
 threads_list=("${@:-1}")

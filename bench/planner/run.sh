@@ -2,12 +2,14 @@
 # Planner speed: the full search for qwen3-235b-moe on a 1024-node x 8-GPU profile must finish in
 # under 100 ms. Measures in process (Google Benchmark) and the whole command (hyperfine: process
 # start, profile loading, search, rendering). Writes bench/planner/RESULTS.md.
+# Needs: scripts/install-deps.sh --bench (hyperfine; Google Benchmark) and a configured build/,
+# where it builds planner_bench and grpo-launch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 cmake --build build --target planner_bench grpo-launch >/dev/null
 out=bench/planner/RESULTS.md
-cli=(build/launcher/cli/grpo-launch plan --profile moe-8node --model qwen3-235b-moe
+cli=(build/bin/grpo-launch plan --profile moe-8node --model qwen3-235b-moe
      --set nodes=1024 --set grpo.gpu_memory_utilization=0.8)
 {
   echo "# Planner benchmark"

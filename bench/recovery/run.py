@@ -2,8 +2,8 @@
 """Recovery time after kill -9 of one rank, grpo-launch vs torchrun --max_restarts, and hang
 detection latency (bench/recovery/RESULTS.md).
 
-usage: bench/recovery/run.py [--launch build/launcher/cli/grpo-launch]
-                             [--trainer build/trainer/grpo-trainer] [--repeats 5]
+usage: bench/recovery/run.py [--launch build/bin/grpo-launch]
+                             [--trainer build/bin/grpo-trainer] [--repeats 5]
                              [--only ours|torchrun|hang] [--json results.json]
 
 Workload (both sides): a GRPO-like step of a d=128, 2-layer, vocab-64 decoder, 4 prompts x 2
@@ -19,6 +19,10 @@ torchrun:  /usr/bin/torchrun --nproc_per_node=2 --max_restarts=3 --monitor_inter
            python3-torch 1.13.1; the underscore flags and the log flags are required there).
 hang:      grpo-launch with --hang-timeout 2; rank 1 is SIGSTOPped after step 12; latency from
            the SIGSTOP to the supervisor's failure event.
+
+Needs: scripts/install-deps.sh --bench (python3-torch: /usr/bin/torchrun and torch for the
+torchrun baseline; `--only ours` and `--only hang` need none of it) and built grpo-launch and
+grpo-trainer.
 """
 import argparse
 import json
@@ -219,8 +223,8 @@ def table(name, runs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--launch", default=os.path.join(ROOT, "build/launcher/cli/grpo-launch"))
-    ap.add_argument("--trainer", default=os.path.join(ROOT, "build/trainer/grpo-trainer"))
+    ap.add_argument("--launch", default=os.path.join(ROOT, "build/bin/grpo-launch"))
+    ap.add_argument("--trainer", default=os.path.join(ROOT, "build/bin/grpo-trainer"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--only", choices=["ours", "torchrun", "hang"])
     ap.add_argument("--json")

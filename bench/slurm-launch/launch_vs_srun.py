@@ -13,7 +13,7 @@ node count N (2 ranks per node) runs, interleaved, REPS times each:
   launch   grpo-launch --profile-dir tests/data/profiles submit -p slurm-test -m tiny-dense
            --set nodes=N --run-dir D --trainer-cmd 'PROBE --timeout-s 30'
            (plan, run directory, sbatch, batch shell, supervise + libslurm, srun; output read
-           from D/slurm-<job>.out)
+           from D/logs/attempt-1/rank-<r>.log)
 
 Each time runs from just before the command starts to the moment the N*2-th JSON line (printed
 by every rank once it has passed the PMIx fence and rank 0's TCP rendezvous) is seen, polling
@@ -22,8 +22,13 @@ time is split into: the CLI (start to sbatch returned, sbatch included); Slurm's
 launch (to supervise's start: allocation.json's mtime, written just before srun starts, minus
 the setup time supervise logs); supervise's setup (libslurm, the allocation check, its files);
 and the step (srun to the last line). Prints a markdown table of medians.
+
+Needs: scripts/install-deps.sh --bench (the Slurm and munge packages of the test cluster), root
+(cluster.sh uses namespaces), and built grpo-launch and grpo-bootstrap-probe; python3's
+standard library only.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -40,11 +45,17 @@ def now() -> float:
 
 
 def count_json_lines(path: str) -> int:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return sum(1 for line in f if '"global_rank"' in line)
-    except FileNotFoundError:
-        return 0
+    """Rank lines in one file, or in every rank-*.log of a directory (the supervisor writes each
+    rank's output to <run_dir>/logs/attempt-N/rank-R.log)."""
+    paths = glob.glob(f"{path}/rank-*.log") if os.path.isdir(path) else [path]
+    total = 0
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8", errors="replace") as f:
+                total += sum(1 for line in f if '"global_rank"' in line)
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def wait_lines(path: str, want: int, deadline: float) -> float:
@@ -116,7 +127,7 @@ def run_launch(launch: str, probe: str, source: str, nodes: int, work: str,
                          check=True, capture_output=True, text=True).stdout
     t_submitted = now()
     job = re.search(r"Submitted batch job (\d+)", out).group(1)
-    t_last = wait_lines(f"{run_dir}/slurm-{job}.out", want, t0 + 60)
+    t_last = wait_lines(f"{run_dir}/logs/attempt-1", want, t0 + 60)
     # allocation.json's mtime (wall clock) -> the monotonic timeline.
     alloc_wall = os.stat(f"{run_dir}/allocation.json").st_mtime_ns / 1e9
     t_alloc = alloc_wall - (time.time() - now())

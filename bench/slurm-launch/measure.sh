@@ -3,6 +3,8 @@
 # and `srun` step launch times with and without --mpi=pmix (plain `true` and the bootstrap probe).
 #   bench/slurm-launch/measure.sh PROBE [--nodes N] [--reps R]
 # Prints a markdown table (medians over R cluster starts / R steps). Results: RESULTS.md.
+# Needs: scripts/install-deps.sh --bench (the Slurm and munge packages of the test cluster), root
+# (cluster.sh uses namespaces), and a built grpo-bootstrap-probe as PROBE.
 set -euo pipefail
 probe=${1:?usage: measure.sh PROBE [--nodes N] [--reps R]}
 shift

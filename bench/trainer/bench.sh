@@ -3,10 +3,12 @@
 # rank, for tiny-dense and tiny-moe, 1 and 2 threads, with and without the KV cache.
 # Prints a Markdown table (median over the measured steps; the first 2 steps are warm-up).
 #   usage: bench/trainer/bench.sh [STEPS]   (GRPO_TRAINER=path/to/grpo-trainer)
+# Needs: scripts/install-deps.sh --bench and a built grpo-trainer; python3 (standard library) for
+# the table.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-trainer=${GRPO_TRAINER:-$root/build/trainer/grpo-trainer}
+trainer=${GRPO_TRAINER:-$root/build/bin/grpo-trainer}
 steps=${1:-8}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

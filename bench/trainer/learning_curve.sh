@@ -3,10 +3,12 @@
 # warm-start then GRPO on 1-2 digit addition. Writes <out>/rank{0,1}.jsonl, the human logs and
 # <out>/curve.csv (one row per step; val_reward where validation ran).
 #   usage: bench/trainer/learning_curve.sh [OUT_DIR]   (GRPO_TRAINER=path/to/grpo-trainer)
+# Needs: scripts/install-deps.sh --bench and a built grpo-trainer; python3 (standard library) for
+# curve.csv.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-trainer=${GRPO_TRAINER:-$root/build/trainer/grpo-trainer}
+trainer=${GRPO_TRAINER:-$root/build/bin/grpo-trainer}
 out=${1:-$here/results/learning-curve}
 rm -rf "$out" && mkdir -p "$out"
 port=$((20000 + RANDOM % 20000))

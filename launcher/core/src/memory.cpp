@@ -12,8 +12,10 @@ double weight_bytes(Dtype d) {
   return d == Dtype::kFp32 ? 4.0 : 2.0;
 }
 // fp32 logits-sized tensors alive at the peak of an unfused log-prob + loss forward/backward:
-// 6.97 GiB measured above the inputs for [4096, 151936] (ANCHORS.md), of which 1.19 GiB are the
-// inputs' gradients (counted elsewhere): (6.97 - 1.19) / 2.32 GiB = 2.5 copies.
+// 6.97 GiB measured above the inputs for [4096, 151936] (the earlier Python/LibTorch run in
+// bench/kernels/RESULTS.md), of which 1.19 GiB are the inputs' gradients (counted elsewhere):
+// (6.97 - 1.19) / 2.32 GiB = 2.5 copies. The later run there peaked at 9.29 GiB (3.5 copies);
+// docs/memory-model.md, "Logits".
 constexpr double kLogitsCopies = 2.5;
 // fp32 main gradients in both cases (Megatron accumulates and reduces grads in fp32).
 constexpr double kGradBytes = 4.0;

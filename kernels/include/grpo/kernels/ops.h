@@ -1,6 +1,7 @@
-// The trainer's hot ops behind one interface, so fused implementations (issue #7) can replace the
-// plain LibTorch reference without touching the model or the loss code. Every op is a pure
-// function of its tensor arguments; implementations hold no state.
+// The trainer's hot ops behind one interface, so the fused implementation and the plain LibTorch
+// reference (the `kernels` setting, backend.h) are interchangeable without touching the model or
+// the loss code. Every op is a pure function of its tensor arguments; implementations hold no
+// state.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,6 +1,6 @@
 // The trainer's machine-readable events: one JSON object per line on stdout, read by the
-// supervisor (issue #6). Human logs go to stderr through spdlog. Schema: docs/telemetry.md.
-// LibTorch-free and thread-safe.
+// supervisor (docs/supervisor.md). Human logs go to stderr through spdlog. Schema:
+// docs/telemetry.md. LibTorch-free and thread-safe.
 #pragma once
 
 #include <chrono>
