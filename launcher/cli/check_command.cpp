@@ -49,6 +49,13 @@ void print_text(const core::CheckReport& report) {
               << (run.profile_is_default ? " (default hardware: pass --profile)" : "") << "; "
               << layout_line(run)
               << (run.passes_args ? "; arguments passed as $@ are not checked" : "") << "\n";
+    if (run.memory) {
+      const auto& m = *run.memory;
+      std::cout << "  memory per device: training " << core::format_gib(m.training.floor_total())
+                << " floor, " << core::format_gib(m.training.total()) << " worst case; rollout "
+                << core::format_gib(m.rollout.total()) << "; of "
+                << core::format_gib(m.training.capacity) << " usable\n";
+    }
     for (auto sev : {core::Severity::kError, core::Severity::kWarning, core::Severity::kInfo}) {
       bool header = false;
       for (const auto& d : run.diagnostics) {
@@ -86,7 +93,9 @@ nlohmann::json run_json(const core::CheckedRun& r) {
                       {"diagnostics", diags}};
   if (r.memory) {
     j["memory_gib"] = {{"training", r.memory->training.total() / core::kGiB},
+                       {"training_floor", r.memory->training.floor_total() / core::kGiB},
                        {"rollout", r.memory->rollout.total() / core::kGiB},
+                       {"rollout_floor", r.memory->rollout.floor_total() / core::kGiB},
                        {"usable", r.memory->training.capacity / core::kGiB}};
   }
   return j;

@@ -210,17 +210,24 @@ TEST(Diagnostics, OomRiskAndNoFeasiblePlan) {
   EXPECT_FALSE(has(ok.diagnostics, DiagCode::kNoFeasiblePlan));
 }
 
-TEST(Diagnostics, RolloutEngineThatCannotFitIsOomRisk) {
-  // Qwen3-235B at rollout TP 8 needs ~55 GiB of weights per device: more than 0.6 x 80 GiB.
+TEST(Diagnostics, RolloutEngineThatCannotFitRaisesTheBudgetOrIsOomRisk) {
+  // Qwen3-235B at rollout TP 8 needs 2 B x 235,093,634,560 / 8 = 54.7 GiB of weights per
+  // device: more than 0.6 x 80 GiB. The planner raises gpu_memory_utilization itself (its own fix)
+  // and says so in a note instead of refusing the cluster: 54.7 GiB / 80 GiB = 0.684, plus the
+  // engine's workspace and one sequence's KV cache (about 1 GiB): the next multiple of 0.05 is
+  // 0.70.
   const Plan p = plan_with("qwen3-235b-moe", "a100-80g-x8", {});
-  EXPECT_FALSE(p.feasible);
+  EXPECT_TRUE(plan_ok(p));
   const auto it = std::find_if(p.diagnostics.begin(), p.diagnostics.end(), [](const Diagnostic& d) {
-    return d.code == DiagCode::kOomRisk && d.setting == "gpu_memory_utilization";
+    return d.setting == "gpu_memory_utilization" && d.severity == Severity::kInfo;
   });
   ASSERT_NE(it, p.diagnostics.end());
-  EXPECT_NE(it->hint.find("at least 0.7"), std::string::npos) << it->hint;
-  EXPECT_TRUE(
-      plan_ok(plan_with("qwen3-235b-moe", "a100-80g-x8", {"grpo.gpu_memory_utilization=0.8"})));
+  EXPECT_NE(it->message.find("from 0.60 to 0.70"), std::string::npos) << it->message;
+  EXPECT_GE(p.workload.gpu_memory_utilization, 0.7);
+  // Where no utilization up to 0.90 can hold the weights, it is an OOM_RISK error.
+  const Plan no = plan_with("qwen3-235b-moe", "a100-40g-x4", {"nodes=1"});
+  EXPECT_FALSE(no.feasible);
+  EXPECT_TRUE(has(no.diagnostics, DiagCode::kOomRisk));
 }
 
 TEST(Diagnostics, EnvConflict) {

@@ -235,7 +235,7 @@ TEST(Planner, DecisionTreeComesOutOfTheSearch) {
       {"qwen2.5-72b", "a100-80g-x8", 16, Shape::kTpPpDp, "pp-when-state-does-not-fit"},
       {"qwen2.5-72b", "a100-80g-x8", 32, Shape::kTpDp, ""},
       {"qwen2.5-72b", "a100-80g-x8", 4, Shape::kTpPpDp, "pp-when-state-does-not-fit"},
-      {"qwen3-30b-moe", "a100-80g-x8", 1, Shape::kTpDp, ""},
+      {"qwen3-30b-moe", "a100-80g-x8", 1, Shape::kDp, "moe-ep-instead-of-tp"},
       {"qwen3-30b-moe", "a100-80g-x8", 4, Shape::kPpDp, "moe-ep-instead-of-tp"},
       {"qwen3-235b-moe", "a100-80g-x8", 8, Shape::kTpPpDp, "", util},
       {"qwen3-235b-moe", "a100-80g-x8", 16, Shape::kTpPpDp, "", util},

@@ -22,6 +22,7 @@ const std::string kEtp = A + "actor.megatron.expert_tensor_parallel_size";
 const std::string kSp = A + "actor.megatron.sequence_parallel";
 const std::string kDistOpt = A + "actor.megatron.use_distributed_optimizer";
 const std::string kTc = A + "actor.megatron.override_transformer_config.";
+const std::string kOptim = A + "actor.optim.override_optimizer_config.";
 const std::string kRefTp = A + "ref.megatron.tensor_model_parallel_size";
 const std::string kRefPp = A + "ref.megatron.pipeline_model_parallel_size";
 const std::string kRolloutTp = A + "rollout.tensor_model_parallel_size";
@@ -315,6 +316,40 @@ class RunChecker {
     return ok_status();
   }
 
+  // What decides the memory of the update besides the layout (docs/memory-model.md): how
+  // micro batches are packed and capped, the log-prob path, LoRA, and the rollout engine's sleep.
+  void read_memory_settings(WorkloadSpec& w) {
+    w.remove_padding = bool_setting(A + "model.use_remove_padding", true);
+    if (bool_setting(A + "actor.use_dynamic_bsz", false)) {
+      w.max_token_len_per_gpu = int_setting(A + "actor.ppo_max_token_len_per_gpu", 16384);
+      w.logprob_max_token_len_per_gpu =
+          int_setting(A + "rollout.log_prob_max_token_len_per_gpu", w.max_token_len_per_gpu);
+    }
+    w.fused_logprob = bool_setting(A + "actor.use_fused_kernels",
+                                   bool_setting(A + "model.use_fused_kernels", false));
+    w.entropy_chunking = bool_setting(A + "actor.entropy_from_logits_with_chunking", false);
+    w.free_cache_engine = bool_setting(A + "rollout.free_cache_engine", true);
+    w.lora.rank = static_cast<int>(int_setting(A + "model.lora_rank", 0, 0));
+    w.lora.alpha = double_setting(A + "model.lora_alpha", 16);
+    if (usable(A + "model.target_modules") != nullptr) {
+      w.lora.targets.clear();
+      std::string list = string_setting(A + "model.target_modules", "all-linear");
+      for (char& ch : list) {
+        if (ch == '[' || ch == ']' || ch == '\'' || ch == '"') ch = ' ';
+      }
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const auto comma = list.find(',', start);
+        const std::string_view item = trim(std::string_view(list).substr(
+            start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (!item.empty()) w.lora.targets.emplace_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (w.lora.targets.empty()) w.lora.targets = {"all-linear"};
+    }
+  }
+
   void build_layout() {
     const std::string strategy = string_setting(kStrategy, "");
     megatron_ = strategy == "megatron" ||
@@ -334,6 +369,7 @@ class RunChecker {
     w.achievable_mfu = cluster_.grpo.achievable_mfu;
     const bool fp16 = bool_setting(kTc + "fp16", false);
     w.dtype = fp16 ? Dtype::kFp16 : Dtype::kBf16;
+    read_memory_settings(w);
     cluster_.grpo = w;
 
     Layout& l = run_.layout;
@@ -359,6 +395,13 @@ class RunChecker {
       l.split_counts_loss = bool_setting(kTc + "account_for_loss_in_pipeline_split", false);
       l.recompute = string_setting(kTc + "recompute_granularity", "") == "full" ? Recompute::kFull
                                                                                 : Recompute::kNone;
+      l.recompute_method = string_setting(kTc + "recompute_method", "uniform") == "block"
+                               ? RecomputeMethod::kBlock
+                               : RecomputeMethod::kUniform;
+      l.recompute_layers = static_cast<int>(int_setting(kTc + "recompute_num_layers", 1));
+      // Megatron-Core's CPU optimizer, passed through verl's override_optimizer_config.
+      l.offload.cpu_optimizer = bool_setting(kOptim + "optimizer_cpu_offload", false);
+      l.offload.cpu_optimizer_fraction = double_setting(kOptim + "optimizer_offload_fraction", 1.0);
       if (find(kRefTp) != nullptr) l.ref_tp = static_cast<int>(int_setting(kRefTp, l.dims.tp));
     } else {
       l.fsdp = true;
@@ -367,6 +410,7 @@ class RunChecker {
       l.recompute = bool_setting(A + "model.enable_gradient_checkpointing", true)
                         ? Recompute::kFull
                         : Recompute::kNone;
+      l.ulysses_sp = static_cast<int>(int_setting(A + "actor.ulysses_sequence_parallel_size", 1));
     }
     const int mp = l.dims.tp * l.dims.pp * l.dims.cp;
     l.dims.dp = mp > 0 && world % mp == 0 ? world / mp : 1;
@@ -532,34 +576,53 @@ class RunChecker {
     std::string where_key = kModelPath;
     if (find(kMicro) != nullptr) {
       where_key = kMicro;
+    } else if (workload_.dynamic_batch() && find(A + "actor.ppo_max_token_len_per_gpu")) {
+      where_key = A + "actor.ppo_max_token_len_per_gpu";
     } else if (megatron_ && find(kTp) != nullptr) {
       where_key = kTp;
     }
-    std::string message;
     Candidate c;
     c.layout = l;
     c.memory = m;
     if (!m.engine.weights_fit) {
-      message = "rollout weights " + format_gib(m.engine.weights) +
-                " per device at rollout TP=" + std::to_string(l.rollout_tp) +
-                " do not fit gpu_memory_utilization x " +
-                format_fixed(cluster_.device.memory_gib, 0) +
-                " GiB = " + format_gib(m.engine.budget);
-    } else {
-      const PhaseMemory& p = m.worst();
-      std::string breakdown;
-      for (const auto& item : p.items) {
-        if (item.bytes > 0)
-          breakdown += (breakdown.empty() ? "" : ", ") + item.name + " " + format_gib(item.bytes);
-      }
-      message = p.phase + " phase needs " + format_gib(p.total()) + " per device of " +
-                format_gib(p.capacity) + " usable on " + cluster_.device.kind + " [" + breakdown +
-                "]";
+      add(DiagCode::kOomRisk, where_key,
+          "rollout weights " + format_gib(m.engine.weights) + " per device at rollout TP=" +
+              std::to_string(l.rollout_tp) + " do not fit gpu_memory_utilization x " +
+              format_fixed(cluster_.device.memory_gib, 0) + " GiB = " + format_gib(m.engine.budget),
+          "raise rollout.tensor_model_parallel_size or gpu_memory_utilization",
+          where_or_command(where_key));
+      return;
     }
-    add(DiagCode::kOomRisk, where_key, message,
-        m.engine.weights_fit ? cheapest_fix(c, cluster_)
-                             : "raise rollout.tensor_model_parallel_size or gpu_memory_utilization",
-        where_or_command(where_key));
+    const PhaseMemory& p = m.worst();
+    std::string breakdown;
+    for (const auto& item : p.items) {
+      if (item.bytes > 0)
+        breakdown += (breakdown.empty() ? "" : ", ") + item.name + " " + format_gib(item.bytes);
+    }
+    const std::string needs = p.phase + " phase needs " + format_gib(p.floor_total()) +
+                              " (floor) to " + format_gib(p.total()) +
+                              " (worst case) per device of " + format_gib(p.capacity) +
+                              " usable on " + cluster_.device.kind + " [" + breakdown + "]";
+    if (!m.floor_fits()) {
+      // It cannot run whatever the data: an error.
+      add(DiagCode::kOomRisk, where_key, needs + "; even the floor does not fit",
+          cheapest_fix(c, cluster_), where_or_command(where_key));
+      return;
+    }
+    // Only the worst case does not fit: a warning that says where it stops fitting.
+    std::string when = "when every sequence reaches its maximum length";
+    if (p.phase == "training" && !workload_.dynamic_batch()) {
+      const auto longest = longest_fitting_response(model_, cluster_, workload_, l);
+      when = longest ? "when responses grow past " + std::to_string(*longest) +
+                           " tokens (max_response_length " +
+                           std::to_string(workload_.max_response_length) + ")"
+                     : "with micro batches of full-length sequences";
+    } else if (p.phase == "training") {
+      when = "when a micro batch is packed to its " +
+             std::to_string(workload_.max_token_len_per_gpu) + "-token cap";
+    }
+    add(DiagCode::kOomRisk, where_key, needs + "; it runs out of memory " + when,
+        cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
   }
 
   void check_environment() {

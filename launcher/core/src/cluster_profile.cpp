@@ -54,4 +54,18 @@ std::string_view to_string(Dtype d) {
   return "bf16";
 }
 
+std::string_view to_string(LogprobPath p) {
+  switch (p) {
+    case LogprobPath::kUnfused:
+      return "unfused";
+    case LogprobPath::kChunkedEntropy:
+      return "chunked entropy";
+    case LogprobPath::kVocabParallel:
+      return "vocab-parallel";
+    case LogprobPath::kFused:
+      return "fused";
+  }
+  return "unfused";
+}
+
 }  // namespace grpo::core

@@ -50,7 +50,7 @@ const std::vector<std::string>& memory_rows() {
   static const std::vector<std::string> rows = {
       "actor weights", "actor gradients",   "actor optimizer states", "activations",
       "logits",        "reference weights", "rollout weights",        "rollout workspace",
-      "KV cache",      "runtime overhead"};
+      "KV cache",      "runtime overhead",  "rollout engine (kept)"};
   return rows;
 }
 
@@ -66,6 +66,7 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
     return has_item(p, row) ? gib(p.bytes(row)) : std::string("-");
   };
   for (const auto& row : memory_rows()) {
+    if (!has_item(m.training, row) && !has_item(m.rollout, row)) continue;
     std::string line =
         "  " + pad(row, 28) + lpad(cell(m.training, row), 9) + lpad(cell(m.rollout, row), 10);
     if (row == "KV cache") {
@@ -79,6 +80,11 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
          lpad(gib(m.rollout.total()), 10) + "   of " + gib(m.training.capacity) + " usable (" +
          format_fixed(100.0 * w.memory_headroom, 0) + "% headroom)" +
          (m.fits() ? "" : ", does not fit") + "\n";
+  // The floor: what is resident whatever the data (docs/memory-model.md); the rows above are
+  // the worst case, every sequence at its maximum length.
+  out += "  " + pad("floor (any data)", 28) + lpad(gib(m.training.floor_total()), 9) +
+         lpad(gib(m.rollout.floor_total()), 10) +
+         (m.floor_fits() ? "" : "   does not fit: cannot run") + "\n";
 }
 
 }  // namespace
@@ -285,11 +291,18 @@ namespace {
 
 nlohmann::json phase_json(const PhaseMemory& p) {
   nlohmann::json items = nlohmann::json::object();
-  for (const auto& i : p.items) items[i.name] = i.bytes / kGiB;
+  nlohmann::json floors = nlohmann::json::object();
+  for (const auto& i : p.items) {
+    items[i.name] = i.bytes / kGiB;
+    floors[i.name] = i.floor / kGiB;
+  }
   return {{"items_gib", items},
           {"total_gib", p.total() / kGiB},
+          {"floor_items_gib", floors},
+          {"floor_gib", p.floor_total() / kGiB},
           {"capacity_gib", p.capacity / kGiB},
-          {"fits", p.fits()}};
+          {"fits", p.fits()},
+          {"floor_fits", p.floor_fits()}};
 }
 
 nlohmann::json candidate_json(const Candidate& c) {
@@ -305,7 +318,8 @@ nlohmann::json candidate_json(const Candidate& c) {
             {"kv_capacity_gib", m.engine.kv_capacity / kGiB},
             {"concurrent_seqs", m.engine.concurrent_seqs},
             {"params_per_device", m.actor.total()},
-            {"fits", m.fits()}}},
+            {"fits", m.fits()},
+            {"floor_fits", m.floor_fits()}}},
           {"cost",
            {{"step_s", e.step_s},
             {"rollout_s", e.rollout_s},

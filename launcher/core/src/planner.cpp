@@ -238,8 +238,41 @@ Plan make_plan(const PlanRequest& req) {
       rollout_tp = rtp;
     }
   }
+  // 1b. No rollout TP fits the profile's gpu_memory_utilization: the planner raises it itself
+  //     (the cheapest fix it would otherwise print) to the smallest multiple of 0.05, at most
+  //     0.90, at which the largest legal rollout TP fits, and says so. The actor state that
+  //     stays resident during rollout must then fit beside the larger engine: the offload
+  //     search below decides that.
+  double raised_from = 0;
+  if (rollout_tp == 0 && largest.rollout_tp > 0 && largest.utilization_needed <= 0.9) {
+    const double needed = std::ceil(largest.utilization_needed * 20.0 - 1e-9) / 20.0;
+    raised_from = plan.workload.gpu_memory_utilization;
+    plan.workload.gpu_memory_utilization = std::max(needed, raised_from);
+    for (int rtp : rtps) {
+      if (!k.rollout_tp && !rollout_tp_legal(m, c, w, rtp)) continue;
+      const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
+      if (!r.weights_fit) continue;
+      const double t = estimate_rollout_seconds(m, c, w, r);
+      if (t < rollout_s) {
+        rollout_s = t;
+        rollout_tp = rtp;
+      }
+    }
+  }
   const bool rollout_fits = rollout_tp > 0;
   if (!rollout_fits) rollout_tp = std::max(1, largest.rollout_tp);
+  if (rollout_fits && raised_from > 0) {
+    Diagnostic raised = make_diag(
+        DiagCode::kKvCacheShort, "gpu_memory_utilization",
+        "raised gpu_memory_utilization from " + format_fixed(raised_from, 2) + " to " +
+            format_fixed(w.gpu_memory_utilization, 2) + ": at " + format_fixed(raised_from, 2) +
+            " no legal rollout TP holds the weights (" + format_gib(largest.weights) +
+            " per device at TP=" + std::to_string(largest.rollout_tp) + ")",
+        "set actor_rollout_ref.rollout.gpu_memory_utilization=" +
+            format_fixed(w.gpu_memory_utilization, 2) + " in the run");
+    raised.severity = Severity::kInfo;
+    plan.diagnostics.push_back(std::move(raised));
+  }
 
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
   const std::vector<int> tps = fixed_or(k.tp, divisors(gpn, gpn));

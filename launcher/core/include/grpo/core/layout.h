@@ -17,6 +17,10 @@ namespace grpo::core {
 
 enum class Recompute { kNone, kFull };
 std::string_view to_string(Recompute r);
+// Megatron's recompute_method with full recompute: `uniform` keeps the input of every group of
+// recompute_num_layers layers, `block` recomputes the first recompute_num_layers layers of each
+// stage and keeps the rest whole.
+enum class RecomputeMethod { kUniform, kBlock };
 
 struct Offload {
   bool params = false;     // verl megatron.param_offload
@@ -24,6 +28,7 @@ struct Offload {
   bool optimizer = false;  // verl megatron.optimizer_offload (states return for each step)
   bool cpu_optimizer =
       false;  // Megatron-Core optimizer_cpu_offload: states live and update on the host
+  double cpu_optimizer_fraction = 1.0;  // Megatron-Core optimizer_offload_fraction (of the states)
   bool any() const { return params || grads || optimizer || cpu_optimizer; }
   friend bool operator==(const Offload&, const Offload&) = default;
 };
@@ -36,6 +41,9 @@ struct Layout {
   int ref_tp = 0;       // reference model TP; 0 means "same as the actor"
   Offload offload;
   Recompute recompute = Recompute::kNone;
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;
+  int recompute_layers = 1;  // Megatron recompute_num_layers
+  int ulysses_sp = 1;        // FSDP: ulysses_sequence_parallel_size (splits every sequence)
   bool sequence_parallel = false;
   bool distributed_optimizer = true;
   bool fsdp = false;           // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,18 +16,30 @@
 
 namespace grpo::core {
 
+// One item of a phase with two figures (docs/memory-model.md, "Floor and worst case"):
+//   bytes  the worst case: every sequence at its maximum length, every micro batch full;
+//   floor  what is resident whatever the data: weights, gradients and optimizer states as
+//          placed, and the smallest activation footprint the settings allow.
+// For state that does not depend on the data the two are equal.
 struct MemoryItem {
-  std::string name;  // "weights", "gradients", "optimizer states", "activations", ...
+  std::string name;  // "actor weights", "activations", "logits", ...
   double bytes = 0;
+  double floor = 0;
+  static MemoryItem fixed(std::string name, double bytes) {
+    return {std::move(name), bytes, bytes};
+  }
 };
 
 struct PhaseMemory {
   std::string phase;  // "rollout" or "training"
   std::vector<MemoryItem> items;
-  double capacity = 0;  // usable device memory in bytes (device memory minus the headroom)
-  double total() const;
-  double bytes(std::string_view item) const;  // 0 when absent
+  double capacity = 0;         // usable device memory in bytes (device memory minus the headroom)
+  double total() const;        // the worst case
+  double floor_total() const;  // the floor
+  double bytes(std::string_view item) const;  // worst case of one item, 0 when absent
+  double floor(std::string_view item) const;  // floor of one item, 0 when absent
   bool fits() const { return total() <= capacity; }
+  bool floor_fits() const { return floor_total() <= capacity; }
 };
 
 // Parameters held by one device of the worst (largest) pipeline stage.
@@ -61,6 +74,10 @@ struct MemoryEstimate {
   ShardedParams actor;   // actor parameters on the worst stage's device
   RolloutMemory engine;  // the rollout engine at the layout's rollout TP
   bool fits() const { return rollout.fits() && training.fits() && engine.weights_fit; }
+  // The run cannot start or cannot train whatever the data (OOM_RISK is an error).
+  bool floor_fits() const {
+    return rollout.floor_fits() && training.floor_fits() && engine.weights_fit;
+  }
   // The phase that is over capacity by the largest margin (the training phase when all fit).
   const PhaseMemory& worst() const;
 };
@@ -70,10 +87,23 @@ double runtime_overhead_bytes(DeviceVendor vendor);
 
 ShardedParams sharded_params(const ModelSpec& model, const Layout& layout);
 
+// Trainable LoRA parameters of the whole model for `lora` (0 without LoRA): rank x (in + out)
+// for every targeted projection of every layer (routed and shared experts included when their
+// projections are targeted).
+double lora_params(const ModelSpec& model, const LoraSpec& lora);
+
 // The estimate for `layout`; with layout.fsdp, verl's FSDP strategy (estimate_fsdp_memory).
 MemoryEstimate estimate_memory(const ModelSpec& model, const ClusterProfile& cluster,
                                const WorkloadSpec& workload, const Layout& layout);
 MemoryEstimate estimate_fsdp_memory(const ModelSpec& model, const ClusterProfile& cluster,
                                     const WorkloadSpec& workload, const Layout& layout);
+
+// The longest response (<= workload.max_response_length) for which the training phase's worst
+// case fits; nullopt when even a one-token response does not. Used to say where a layout whose
+// floor fits stops fitting.
+std::optional<std::int64_t> longest_fitting_response(const ModelSpec& model,
+                                                     const ClusterProfile& cluster,
+                                                     const WorkloadSpec& workload,
+                                                     const Layout& layout);
 
 }  // namespace grpo::core

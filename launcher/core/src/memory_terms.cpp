@@ -1,0 +1,110 @@
+#include "memory_terms.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace grpo::core::memory_terms {
+
+double weight_bytes(Dtype d) {
+  return d == Dtype::kFp32 ? 4.0 : 2.0;
+}
+
+double optimizer_bytes(Dtype d) {
+  return d == Dtype::kFp32 ? 8.0 : 12.0;
+}
+
+LayerActivation layer_activation_per_token(const ModelSpec& m, const Layout& l) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_width());
+  const double kv = static_cast<double>(m.kv_width());
+  const double tp = l.dims.tp;
+  // `tp_h` divides the hidden-size terms (TP with sequence parallel, else 1); `tp` divides the
+  // head / FFN terms.
+  const double tp_h = l.sequence_parallel ? tp : 1.0;
+  // Attention: norm input + norm output (QKV input) [hidden terms]; q, k, v and the attention
+  // output (o-proj input) [split by TP]; flash-attention softmax statistics, fp32 per head.
+  const double attention = 2.0 * 2.0 * h / tp_h + 2.0 * (q + 2.0 * kv + q) / tp +
+                           4.0 * static_cast<double>(m.num_attention_heads) / tp;
+  // Dense SwiGLU: norm input + norm output [hidden]; gate, up and their product [split by TP].
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const double dense_mlp = 2.0 * 2.0 * h / tp_h + 2.0 * 3.0 * f / tp;
+  LayerActivation a;
+  a.dense = attention + dense_mlp;
+  a.input = 2.0 * h / tp_h;
+  if (m.is_moe()) {
+    const double k = static_cast<double>(m.experts_per_token);
+    const double fe = static_cast<double>(m.moe_ffn_hidden_size);
+    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size);
+    const double e = static_cast<double>(m.num_experts);
+    // Tokens reach the experts from the sequence-parallel shard: k copies per token, each with
+    // its permuted input and output [hidden] and gate/up/product [split by ETP]; router logits
+    // and probabilities in fp32; shared experts like a dense SwiGLU.
+    const double routed = k * (2.0 * 2.0 * h + 2.0 * 3.0 * fe / l.dims.etp) / tp_h;
+    const double router = 2.0 * 4.0 * e / tp_h;
+    const double shared = static_cast<double>(m.num_shared_experts) * 2.0 * 3.0 * fs / tp;
+    a.moe = attention + 2.0 * 2.0 * h / tp_h + routed + router + shared;
+  }
+  return a;
+}
+
+TokenRange micro_batch_tokens(const WorkloadSpec& w, const Layout& l, int split) {
+  const double padded =
+      static_cast<double>(l.micro_batch) * static_cast<double>(w.seq_length()) / std::max(1, split);
+  TokenRange t;
+  t.worst = w.dynamic_batch() ? static_cast<double>(w.max_token_len_per_gpu) : padded;
+  t.floor = w.remove_padding ? 1.0 : t.worst;
+  return t;
+}
+
+LogprobPath logprob_path(const WorkloadSpec& w, bool megatron) {
+  if (w.fused_logprob) return LogprobPath::kFused;
+  if (megatron) return LogprobPath::kVocabParallel;
+  return w.entropy_chunking ? LogprobPath::kChunkedEntropy : LogprobPath::kUnfused;
+}
+
+double logits_bytes(LogprobPath path, double tokens, double vocab) {
+  const double one = tokens * vocab * 4.0;  // one fp32 logits tensor
+  switch (path) {
+    case LogprobPath::kFused:
+      // Token rows over the whole vocabulary in one 64 MiB chunk, plus per-token statistics
+      // (bench/kernels/RESULTS.md: 1.30 GiB above the inputs, 1.19 GiB of it the gradients).
+      return std::min(one, 64.0 * 1024 * 1024) + 16.0 * tokens;
+    case LogprobPath::kVocabParallel:
+      // verl's vocab-parallel log-probs and entropy (verl/utils/megatron/tensor_parallel.py):
+      // two fp32 logits tensors at the peak (verl PR #1007).
+      return 2.0 * one;
+    case LogprobPath::kChunkedEntropy:
+      // bf16 logits and their gradient (4 B a value) plus one fp32 chunk of 2048 rows with its
+      // softmax and the output (4 + 2 + 1 B a value; verl entropy_from_logits_with_chunking).
+      return tokens * vocab * 4.0 + std::min(tokens, 2048.0) * vocab * 7.0;
+    case LogprobPath::kUnfused:
+      // 3.5 fp32 logits tensors: the Python/LibTorch reference measured in
+      // bench/kernels/RESULTS.md peaks at 9.29 GiB above its inputs for [4096, 151936], of
+      // which 1.19 GiB are the inputs' gradients: (9.29 - 1.19) / 2.32 GiB = 3.5.
+      return 3.5 * one;
+  }
+  return 3.5 * one;
+}
+
+double stage_activations(const ModelSpec& m, const Layout& l, const LayerActivation& act,
+                         std::int64_t first_layer, int layers, double tokens, double in_flight) {
+  double full = 0;
+  double one_layer = 0;
+  for (int i = 0; i < layers; ++i) {
+    const double per = act.of_layer(m, first_layer + i) * tokens;
+    full += per;
+    one_layer = std::max(one_layer, per);
+  }
+  if (l.recompute != Recompute::kFull) return full * in_flight;
+  const int n = std::clamp(l.recompute_layers, 1, std::max(1, layers));
+  if (l.recompute_method == RecomputeMethod::kBlock) {
+    // The first n layers keep only their inputs; the rest keep everything.
+    const double kept = full - (full / layers) * n;
+    return (act.input * tokens * n + kept) * in_flight + one_layer;
+  }
+  // Uniform: the input of every group of n layers, and one group recomputed at a time.
+  const double groups = std::ceil(static_cast<double>(layers) / n);
+  return act.input * tokens * groups * in_flight + one_layer * n;
+}
+
+}  // namespace grpo::core::memory_terms

@@ -1,0 +1,56 @@
+// The building blocks of the memory estimate shared by the Megatron and FSDP estimates: bytes
+// per parameter, activation bytes per token, tokens per micro batch (floor and worst case) and
+// the logits buffers of each log-prob path. Internal to grpo_core; the formulas and their sources
+// are in docs/memory-model.md.
+#pragma once
+
+#include "grpo/core/layout.h"
+#include "grpo/core/memory.h"
+#include "grpo/core/model_spec.h"
+#include "grpo/core/workload.h"
+
+namespace grpo::core::memory_terms {
+
+double weight_bytes(Dtype d);
+// Adam with mixed precision: fp32 master weights + two fp32 moments (12 B); fp32: moments (8 B).
+double optimizer_bytes(Dtype d);
+// fp32 main gradients (Megatron accumulates and reduces gradients in fp32; FSDP's fp32 shards).
+constexpr double kGradBytes = 4.0;
+
+// Activation bytes stored per token for one layer (bf16 values, flash attention, no dropout).
+struct LayerActivation {
+  double dense = 0;  // a dense layer
+  double moe = 0;    // an MoE layer
+  double input = 0;  // the layer input alone (what full recompute keeps)
+  double of_layer(const ModelSpec& m, std::int64_t layer) const {
+    return m.is_moe() && layer >= m.first_k_dense_layers ? moe : dense;
+  }
+};
+LayerActivation layer_activation_per_token(const ModelSpec& m, const Layout& l);
+
+// Tokens one device holds in one training micro batch. `split` divides every sequence (CP for
+// Megatron, Ulysses for FSDP).
+//   worst: use_dynamic_bsz caps a micro batch at max_token_len_per_gpu tokens; otherwise
+//          micro_batch sequences of max_prompt + max_response tokens each.
+//   floor: with remove_padding the tensors hold only real tokens, and a micro batch can be one
+//          short sequence (1 token); without it every sequence is padded to the maximum.
+struct TokenRange {
+  double floor = 0;
+  double worst = 0;
+};
+TokenRange micro_batch_tokens(const WorkloadSpec& w, const Layout& l, int split);
+
+// The log-prob path the settings select (fused kernels win, then Megatron's vocab-parallel path,
+// then chunked entropy).
+LogprobPath logprob_path(const WorkloadSpec& w, bool megatron);
+// Bytes of logits-sized buffers alive at the peak of the log-prob + loss forward/backward for
+// `tokens` tokens over `vocab` vocabulary columns held by this device.
+double logits_bytes(LogprobPath path, double tokens, double vocab);
+
+// Activations of `layers` consecutive layers for `tokens` tokens with `in_flight` micro batches
+// alive (pipeline 1F1B), after the layout's recompute settings. `first_layer` is the global index
+// of the first one (dense vs MoE).
+double stage_activations(const ModelSpec& m, const Layout& l, const LayerActivation& act,
+                         std::int64_t first_layer, int layers, double tokens, double in_flight);
+
+}  // namespace grpo::core::memory_terms
