@@ -20,6 +20,7 @@
 
 #include "grpo/bootstrap/bootstrap.h"
 #include "grpo/core/catalog.h"
+#include "grpo/io/files.h"
 #include "grpo/trainer/checkpoint_store.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/config.h"
@@ -398,7 +399,7 @@ Status Trainer::resume() {
     if (info) {
       found_path = info->dir.string();
       auto rd = [&](const char* name, std::string& out) -> Status {
-        GRPO_TRY(out, read_file(info->dir / name));
+        GRPO_TRY(out, store_.read(info->dir, name));
         return core::ok_status();
       };
       GRPO_TRY_STATUS(rd("trainer_state.json", state_text));
@@ -547,7 +548,7 @@ Status Trainer::save_checkpoint(std::int64_t s, const std::string& reason) {
       if (auto f = faults_.take(FaultKind::kCorruptCkpt, s, "checkpoint")) {
         tel_.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
         // Flip bytes in the middle of the committed model file: the manifest no longer matches.
-        auto data = read_file(final_dir / "model.safetensors");
+        auto data = store_.read(final_dir, "model.safetensors");
         if (data.ok() && !data->empty()) {
           std::string d = std::move(data).value();
           for (std::size_t i = d.size() / 2; i < std::min(d.size(), d.size() / 2 + 64); ++i) {
@@ -1064,7 +1065,7 @@ int run_trainer(const TrainerOptions& options) {
       return kExitUsage;
     };
     if (!options.config_file.empty()) {
-      auto text = read_file(options.config_file);
+      auto text = io::read_file(options.config_file);
       if (!text.ok()) return config_error(text.error());
       if (Status st = apply_toml(cfg, *text, options.config_file); !st.ok()) {
         return config_error(st.error());
