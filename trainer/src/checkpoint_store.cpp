@@ -226,6 +226,13 @@ core::Result<std::string> CheckpointStore::read(const fs::path& dir, std::string
   return io::read_file(dir / name, kAnySize);
 }
 
+std::int64_t CheckpointStore::bytes_on_disk(const fs::path& dir) {
+  std::int64_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    bytes += static_cast<std::int64_t>(e.file_size());
+  return bytes;
+}
+
 void CheckpointStore::remove_temporaries() const {
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return;

@@ -49,6 +49,9 @@ struct CheckpointInfo {
   std::filesystem::path dir;
   std::int64_t step = 0;
   nlohmann::json manifest;
+
+  // Whether the manifest lists file `name`.
+  bool has_file(const std::string& name) const { return manifest.at("files").contains(name); }
 };
 
 struct SkippedCheckpoint {
@@ -90,6 +93,8 @@ class CheckpointStore {
   // The bytes of file `name` of the checkpoint in `dir` (io::read_file without a size limit:
   // checkpoint files are as large as the model). Errors: kNotFound, kIo.
   core::Result<std::string> read(const std::filesystem::path& dir, std::string_view name) const;
+  // The bytes of every file in the checkpoint directory `dir`.
+  static std::int64_t bytes_on_disk(const std::filesystem::path& dir);
 
  private:
   std::filesystem::path root_;
