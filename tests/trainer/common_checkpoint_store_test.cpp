@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "grpo/io/files.h"
 #include "grpo/trainer/checkpoint_store.h"
 
 namespace grpo::trainer {
@@ -37,7 +38,7 @@ TEST_F(StoreTest, CommitWritesManifestLatestAndPrunes) {
   auto all = s.list();
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all.front().first, 30);
-  EXPECT_EQ(*read_file(root_ / "latest"), "step_00000050\n");
+  EXPECT_EQ(*io::read_file(root_ / "latest"), "step_00000050\n");
   auto best = s.find_latest_valid(nullptr);
   ASSERT_TRUE(best);
   EXPECT_EQ(best->step, 50);

@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <limits>
 
+#include "grpo/io/files.h"
 #include "grpo/trainer/sha256.h"
 
 namespace grpo::trainer {
@@ -33,16 +33,10 @@ std::optional<std::int64_t> step_of(const std::string& name) {
   return v;
 }
 
-}  // namespace
+// Checkpoint files are as large as the model: no size limit on reads.
+constexpr std::size_t kAnySize = std::numeric_limits<std::size_t>::max();
 
-core::Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorKind::kNotFound, "cannot open " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return io_error("cannot read", path, errno);
-  return ss.str();
-}
+}  // namespace
 
 core::Status write_file_synced(const fs::path& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -147,7 +141,7 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
 }
 
 core::Result<CheckpointInfo> CheckpointStore::verify(const fs::path& dir) const {
-  auto text = read_file(dir / "manifest.json");
+  auto text = io::read_file(dir / "manifest.json", kAnySize);
   if (!text.ok()) return make_error(ErrorKind::kNotFound, "no manifest.json");
   nlohmann::json manifest;
   try {
@@ -165,7 +159,7 @@ core::Result<CheckpointInfo> CheckpointStore::verify(const fs::path& dir) const 
                       "unsupported checkpoint version " + manifest["version"].dump());
   }
   for (const auto& [name, entry] : manifest["files"].items()) {
-    auto bytes = read_file(dir / name);
+    auto bytes = io::read_file(dir / name, kAnySize);
     if (!bytes.ok()) return make_error(ErrorKind::kNotFound, "missing file " + name);
     if (bytes->size() != entry.value("bytes", std::size_t{0})) {
       return make_error(ErrorKind::kInvalidValue, name + ": size " + std::to_string(bytes->size()) +
@@ -195,7 +189,7 @@ std::vector<std::pair<std::int64_t, fs::path>> CheckpointStore::list() const {
 std::optional<CheckpointInfo> CheckpointStore::find_latest_valid(
     std::vector<SkippedCheckpoint>* skipped) const {
   std::vector<fs::path> candidates;
-  if (auto latest = read_file(root_ / "latest"); latest.ok()) {
+  if (auto latest = io::read_file(root_ / "latest", kAnySize); latest.ok()) {
     std::string name = *latest;
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
     if (step_of(name)) candidates.push_back(root_ / name);
@@ -226,6 +220,17 @@ std::optional<CheckpointInfo> CheckpointStore::find_latest_valid(
     }
   }
   return best;
+}
+
+core::Result<std::string> CheckpointStore::read(const fs::path& dir, std::string_view name) const {
+  return io::read_file(dir / name, kAnySize);
+}
+
+std::int64_t CheckpointStore::bytes_on_disk(const fs::path& dir) {
+  std::int64_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    bytes += static_cast<std::int64_t>(e.file_size());
+  return bytes;
 }
 
 void CheckpointStore::remove_temporaries() const {

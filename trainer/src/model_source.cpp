@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "grpo/core/text.h"
+#include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
-#include "grpo/trainer/checkpoint_store.h"
 #include "grpo/trainer/trainer.h"
 
 namespace grpo::trainer {
@@ -29,7 +29,7 @@ core::Result<core::SourceFile> DirectoryModelProvider::find(core::CatalogKind ki
   const bool is_path = n.find('/') != std::string::npos ||
                        (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0);
   const fs::path path = is_path ? fs::path(n) : dir_ / (n + ".toml");
-  auto text = read_file(path);
+  auto text = io::read_file(path);
   if (!text.ok()) {
     std::string msg = "model '" + n + "' not found (looked for " + path.string() + ")";
     if (!is_path) msg += core::did_you_mean(n, names(kind));

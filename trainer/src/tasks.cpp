@@ -147,4 +147,52 @@ std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, st
   return order;
 }
 
+TaskData::TaskData(std::unique_ptr<Task> task, Splits splits, std::uint64_t seed)
+    : task_(std::move(task)), splits_(std::move(splits)), seed_(seed) {}
+
+core::Result<TaskData> TaskData::create(std::string_view task, std::uint64_t seed,
+                                        std::int64_t train_size, std::int64_t val_size,
+                                        std::int64_t min_len, std::int64_t max_len) {
+  GRPO_TRY(std::unique_ptr<Task> t, make_task(task));
+  Splits splits = make_splits(*t, seed, train_size, val_size, min_len, max_len);
+  return TaskData(std::move(t), std::move(splits), seed);
+}
+
+std::vector<const Example*> TaskData::train_batch(std::int64_t cursor, std::int64_t global_count,
+                                                  int rank, int world) const {
+  const auto n = static_cast<std::int64_t>(splits_.train.size());
+  const std::int64_t per_rank = global_count / world;
+  std::vector<const Example*> out;
+  std::int64_t cached_epoch = -1;
+  std::vector<std::int64_t> order;
+  for (std::int64_t i = rank * per_rank; i < (rank + 1) * per_rank; ++i) {
+    const std::int64_t pos = cursor + i;
+    const std::int64_t epoch = pos / n;
+    if (epoch != cached_epoch) {
+      order = epoch_order(seed_, epoch, n);
+      cached_epoch = epoch;
+    }
+    out.push_back(
+        &splits_.train[static_cast<std::size_t>(order[static_cast<std::size_t>(pos % n)])]);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> TaskData::prompt_ids(const Example& e) const {
+  std::vector<std::int64_t> ids{Tokenizer::kBos};
+  auto enc = Tokenizer::encode(e.prompt);
+  ids.insert(ids.end(), enc->begin(), enc->end());
+  return ids;
+}
+
+std::vector<std::int64_t> TaskData::target_ids(const Example& e) const {
+  std::vector<std::int64_t> ids = Tokenizer::encode(e.answer).value();
+  ids.push_back(Tokenizer::kEos);
+  return ids;
+}
+
+double TaskData::reward(const Example& e, const std::vector<std::int64_t>& response_ids) const {
+  return task_->reward(e, Tokenizer::decode(response_ids));
+}
+
 }  // namespace grpo::trainer

@@ -49,6 +49,9 @@ struct CheckpointInfo {
   std::filesystem::path dir;
   std::int64_t step = 0;
   nlohmann::json manifest;
+
+  // Whether the manifest lists file `name`.
+  bool has_file(const std::string& name) const { return manifest.at("files").contains(name); }
 };
 
 struct SkippedCheckpoint {
@@ -87,12 +90,17 @@ class CheckpointStore {
   // Removes .tmp-* directories left by writers that died.
   void remove_temporaries() const;
 
+  // The bytes of file `name` of the checkpoint in `dir` (io::read_file without a size limit:
+  // checkpoint files are as large as the model). Errors: kNotFound, kIo.
+  core::Result<std::string> read(const std::filesystem::path& dir, std::string_view name) const;
+  // The bytes of every file in the checkpoint directory `dir`.
+  static std::int64_t bytes_on_disk(const std::filesystem::path& dir);
+
  private:
   std::filesystem::path root_;
 };
 
-// Whole-file helpers with fsync (used by the store and the trainer).
-core::Result<std::string> read_file(const std::filesystem::path& path);
+// Whole-file writes with fsync (used by the store and the trainer; reads go through io::read_file).
 core::Status write_file_synced(const std::filesystem::path& path, std::string_view bytes);
 core::Status fsync_dir(const std::filesystem::path& dir);
 

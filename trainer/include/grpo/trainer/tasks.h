@@ -1,4 +1,5 @@
-// The built-in tasks with exact-match rewards, and the character-level tokenizer they use.
+// The built-in tasks with exact-match rewards, the character-level tokenizer they use, and
+// TaskData: the data and rewards of a run as the training loop sees them.
 // LibTorch-free: examples are strings and token ids are plain integers.
 #pragma once
 
@@ -62,6 +63,41 @@ Splits make_splits(const Task& task, std::uint64_t seed, std::int64_t train_size
 
 // The order in which epoch `epoch` visits the train split: a permutation seeded by (seed, epoch).
 std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t size);
+
+// The data and rewards of a run, behind one object: the task, its train and validation splits,
+// which train examples a step takes, how an example becomes token ids and how a sampled response
+// is scored. The training loop reaches data only through this.
+class TaskData {
+ public:
+  // make_task(name), then make_splits(task, seed, ...). `seed` also shuffles every epoch.
+  // Errors: make_task's.
+  static core::Result<TaskData> create(std::string_view task, std::uint64_t seed,
+                                       std::int64_t train_size, std::int64_t val_size,
+                                       std::int64_t min_len, std::int64_t max_len);
+
+  const Task& task() const { return *task_; }
+  const std::vector<Example>& train() const { return splits_.train; }
+  const std::vector<Example>& val() const { return splits_.val; }
+
+  // Global positions [cursor, cursor + global_count) of the train split, shuffled per epoch
+  // (epoch_order); `rank` of `world` takes its contiguous share of global_count / world, so a
+  // prompt (and its whole group) belongs to exactly one rank.
+  std::vector<const Example*> train_batch(std::int64_t cursor, std::int64_t global_count, int rank,
+                                          int world) const;
+
+  // <bos> then the prompt's tokens: what the policy is prompted with.
+  std::vector<std::int64_t> prompt_ids(const Example& e) const;
+  // The answer's tokens then <eos>: the SFT target.
+  std::vector<std::int64_t> target_ids(const Example& e) const;
+  // The task's reward of a sampled response (token ids, decoded up to the first <eos>).
+  double reward(const Example& e, const std::vector<std::int64_t>& response_ids) const;
+
+ private:
+  TaskData(std::unique_ptr<Task> task, Splits splits, std::uint64_t seed);
+  std::unique_ptr<Task> task_;
+  Splits splits_;
+  std::uint64_t seed_;
+};
 
 // splitmix64: the small counter-based generator the data pipeline uses (its whole state is one
 // integer, so the data cursor needs no RNG state in checkpoints).

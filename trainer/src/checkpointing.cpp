@@ -1,0 +1,253 @@
+#include "checkpointing.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/tensor_io.h"
+#include "grpo/trainer/version.h"
+
+namespace grpo::trainer {
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::make_error;
+using json = nlohmann::json;
+
+Checkpointer::Checkpointer(RunContext& ctx, fs::path root) : ctx_(ctx), store_(std::move(root)) {}
+
+core::Status Checkpointer::broadcast_bytes(std::string& bytes, int root) {
+  at::Tensor len = at::tensor({static_cast<std::int64_t>(bytes.size())}, at::kLong);
+  GRPO_TRY_STATUS(ctx_.comm->broadcast(len, root));
+  const std::int64_t n = len.item<std::int64_t>();
+  at::Tensor buf = at::zeros({std::max<std::int64_t>(n, 1)}, at::kByte);
+  if (ctx_.rank == root && n > 0)
+    std::memcpy(buf.data_ptr(), bytes.data(), static_cast<std::size_t>(n));
+  GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, root));
+  bytes.assign(static_cast<const char*>(buf.data_ptr()), static_cast<std::size_t>(n));
+  return core::ok_status();
+}
+
+core::Status Checkpointer::resume(TrainState& st) {
+  const TrainerConfig& cfg = ctx_.cfg;
+  const int rank = ctx_.rank;
+  const int world = ctx_.world;
+  // Rank 0 picks the checkpoint and reads it; everything reaches the other ranks by broadcast.
+  std::string state_text;  // trainer_state.json
+  std::string blob_model, blob_optim, blob_ref, blob_rng;
+  std::string found_path;
+  if (rank == 0) {
+    store_.remove_temporaries();
+    std::optional<CheckpointInfo> info;
+    if (cfg.resume_mode == "auto") {
+      std::vector<SkippedCheckpoint> skipped;
+      info = store_.find_latest_valid(&skipped);
+      for (const auto& s : skipped) {
+        spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
+        ctx_.tel.emit("checkpoint_skipped", {{"path", s.path}, {"reason", s.reason}});
+      }
+    } else if (cfg.resume_mode == "resume_path") {
+      auto v = store_.verify(cfg.resume_from_path);
+      if (!v.ok()) {
+        return make_error(ErrorKind::kIo, "checkpoint " + cfg.resume_from_path +
+                                              " does not verify: " + v.error().message);
+      }
+      info = std::move(v).value();
+    }
+    if (info) {
+      found_path = info->dir.string();
+      auto rd = [&](const char* name, std::string& out) -> core::Status {
+        GRPO_TRY(out, store_.read(info->dir, name));
+        return core::ok_status();
+      };
+      GRPO_TRY_STATUS(rd("trainer_state.json", state_text));
+      GRPO_TRY_STATUS(rd("model.safetensors", blob_model));
+      GRPO_TRY_STATUS(rd("optimizer.safetensors", blob_optim));
+      GRPO_TRY_STATUS(rd("rng.safetensors", blob_rng));
+      if (info->has_file("reference.safetensors")) {
+        GRPO_TRY_STATUS(rd("reference.safetensors", blob_ref));
+      }
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
+  if (state_text.empty()) {
+    spdlog::info("starting from scratch (no checkpoint to resume)");
+    // Identical initial weights on every rank, whatever happened before.
+    for (auto& [name, p] : st.model->named_params()) {
+      torch::NoGradGuard ng;
+      GRPO_TRY_STATUS(ctx_.comm->broadcast(p, 0));
+    }
+    return core::ok_status();
+  }
+  GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
+  json state = json::parse(state_text);
+  const int saved_world = state.at("world_size").get<int>();
+
+  torch::NoGradGuard no_grad;
+  auto load_into = [&](const std::string& blob, const NamedTensors& dst,
+                       const std::string& prefix) -> core::Status {
+    NamedTensors src;
+    if (rank == 0) {
+      GRPO_TRY(src, from_safetensors(blob));
+    }
+    std::map<std::string, at::Tensor> by_name(src.begin(), src.end());
+    for (const auto& [name, t] : dst) {
+      at::Tensor target = t;
+      if (rank == 0) {
+        auto it = by_name.find(prefix + name);
+        if (it == by_name.end() || !it->second.sizes().equals(t.sizes())) {
+          return make_error(ErrorKind::kInvalidValue,
+                            "checkpoint lacks or mismatches tensor " + prefix + name);
+        }
+        target.copy_(it->second);
+      }
+      GRPO_TRY_STATUS(ctx_.comm->broadcast(target, 0));
+    }
+    return core::ok_status();
+  };
+  GRPO_TRY_STATUS(load_into(blob_model, st.model->named_params(), ""));
+  GRPO_TRY_STATUS(load_into(blob_optim, st.optim->state(), ""));  // state() aliases the moments
+  st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
+  st.grpo_started = state.at("grpo_started").get<bool>();
+  if (st.grpo_started) {
+    st.ref = std::make_shared<QwenModel>(ctx_.spec, st.model->ops(),
+                                         st.model->lm_head_weight().options(), nullptr);
+    GRPO_TRY_STATUS(load_into(blob_ref, st.ref->named_params(), ""));
+    for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
+  }
+  st.step = state.at("step").get<std::int64_t>();
+  st.data_cursor = state.at("data_cursor").get<std::int64_t>();
+
+  // RNG: this rank's own stream when the world is unchanged, else a fresh stream per rank.
+  NamedTensors rngs;
+  if (rank == 0) {
+    GRPO_TRY(rngs, from_safetensors(blob_rng));
+  }
+  const bool resharded = saved_world != world;
+  if (!resharded) {
+    at::Tensor mine = compat::generator_state(st.sample_gen);
+    for (int r = 0; r < world; ++r) {
+      at::Tensor buf =
+          rank == 0 ? rngs[static_cast<std::size_t>(r)].second.clone() : at::zeros_like(mine);
+      GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, 0));
+      if (r == rank) compat::set_generator_state(st.sample_gen, buf);
+    }
+  } else {
+    st.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, rank) +
+                                               static_cast<std::uint64_t>(st.step) * 7919ULL);
+    spdlog::warn(
+        "resuming a checkpoint written by {} rank(s) on {} rank(s): the model is replicated, "
+        "the data cursor is global, sampling streams are re-seeded (not bit-exact)",
+        saved_world, world);
+  }
+  const double secs = seconds_since(t0);
+  spdlog::info("resumed from {} at step {} ({:.3f} s)", found_path, st.step, secs);
+  ctx_.tel.emit("checkpoint_loaded", {{"step", st.step},
+                                      {"path", found_path},
+                                      {"seconds", secs},
+                                      {"saved_world_size", saved_world},
+                                      {"resharded", resharded},
+                                      {"weights_sha256", st.weights_sha256()}});
+  return core::ok_status();
+}
+
+core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::string& reason) {
+  const TrainerConfig& cfg = ctx_.cfg;
+  const int rank = ctx_.rank;
+  const int world = ctx_.world;
+  ctx_.enter_phase(s, "checkpoint");
+  const auto t0 = std::chrono::steady_clock::now();
+  // Gather every rank's sampling RNG state at rank 0 (rows of zeros elsewhere, summed).
+  at::Tensor mine = compat::generator_state(st.sample_gen);
+  at::Tensor all = at::zeros({world, mine.numel()}, at::kByte);
+  all[rank].copy_(mine);
+  GRPO_TRY_STATUS(ctx_.comm->allreduce_sum(all));
+
+  at::Tensor status = at::zeros({1}, at::kLong);
+  std::string path_text;
+  std::int64_t bytes = 0;
+  std::string message;
+  const std::string sha = st.weights_sha256();
+  if (rank == 0) {
+    auto write = [&]() -> core::Result<fs::path> {
+      GRPO_TRY(CheckpointWriter w, store_.begin(s));
+      const std::string model_bytes = to_safetensors(st.model->named_params());
+      if (auto f = ctx_.faults.take(FaultKind::kTornCkpt, s, "checkpoint")) {
+        ctx_.tel.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
+        (void)write_file_synced(w.dir() / "model.safetensors",
+                                std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
+        std::fflush(nullptr);
+        _exit(kExitInjectedCrash);
+      }
+      GRPO_TRY_STATUS(w.write_file("model.safetensors", model_bytes));
+      GRPO_TRY_STATUS(w.write_file("optimizer.safetensors", to_safetensors(st.optim->state())));
+      if (st.grpo_started) {
+        GRPO_TRY_STATUS(
+            w.write_file("reference.safetensors", to_safetensors(st.ref->named_params())));
+      }
+      NamedTensors rng;
+      for (int r = 0; r < world; ++r) rng.emplace_back("rank" + std::to_string(r), all[r].clone());
+      GRPO_TRY_STATUS(w.write_file("rng.safetensors", to_safetensors(rng)));
+      json state = {{"step", s},
+                    {"data_cursor", st.data_cursor},
+                    {"grpo_started", st.grpo_started},
+                    {"optimizer_steps", st.optim->steps()},
+                    {"world_size", world},
+                    {"seed", cfg.seed},
+                    {"model", ctx_.spec.name},
+                    {"torch_version", compat::torch_version()},
+                    {"threads", at::get_num_threads()}};
+      GRPO_TRY_STATUS(w.write_file("trainer_state.json", state.dump(2) + "\n"));
+      GRPO_TRY_STATUS(w.write_file("config.toml", to_toml(cfg)));
+      json meta = {{"world_size", world},   {"phase", st.grpo_started ? "grpo" : "sft"},
+                   {"reason", reason},      {"model", ctx_.spec.name},
+                   {"weights_sha256", sha}, {"trainer_version", std::string(version())}};
+      GRPO_TRY(fs::path final_dir, store_.commit(std::move(w), meta, cfg.max_ckpt_to_keep));
+      if (auto f = ctx_.faults.take(FaultKind::kCorruptCkpt, s, "checkpoint")) {
+        ctx_.tel.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
+        // Flip bytes in the middle of the committed model file: the manifest no longer matches.
+        auto data = store_.read(final_dir, "model.safetensors");
+        if (data.ok() && !data->empty()) {
+          std::string d = std::move(data).value();
+          for (std::size_t i = d.size() / 2; i < std::min(d.size(), d.size() / 2 + 64); ++i) {
+            d[i] = static_cast<char>(~d[i]);
+          }
+          (void)write_file_synced(final_dir / "model.safetensors", d);
+        }
+      }
+      return final_dir;
+    };
+    auto result = write();
+    if (result.ok()) {
+      path_text = result->string();
+      bytes = CheckpointStore::bytes_on_disk(*result);
+    } else {
+      status[0] = exit_code_for(result.error()) == kExitIo ? 1 : 2;
+      message = result.error().message;
+    }
+  }
+  GRPO_TRY_STATUS(ctx_.comm->broadcast(status, 0));
+  if (status.item<std::int64_t>() != 0) {
+    return make_error(ErrorKind::kIo,
+                      rank == 0 ? "checkpoint failed: " + message : "rank 0 failed to checkpoint");
+  }
+  if (rank == 0) {
+    const double secs = seconds_since(t0);
+    spdlog::info("checkpoint {} saved ({} bytes, {:.3f} s, {})", path_text, bytes, secs, reason);
+    ctx_.tel.emit("checkpoint_saved", {{"step", s},
+                                       {"path", path_text},
+                                       {"bytes", bytes},
+                                       {"seconds", secs},
+                                       {"reason", reason},
+                                       {"weights_sha256", sha}});
+  }
+  return core::ok_status();
+}
+
+}  // namespace grpo::trainer

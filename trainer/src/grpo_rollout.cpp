@@ -1,0 +1,62 @@
+// The rollout phases of a GRPO step: sampling a group of responses per prompt, rewards and
+// group-normalized advantages, then the old and reference log-probs before any update.
+#include "step_phases.h"
+
+namespace grpo::trainer {
+
+Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
+                      std::vector<const Example*> examples) {
+  const TrainerConfig& cfg = ctx.cfg;
+  const std::int64_t n = cfg.rollout_n;
+  Rollout r;
+  r.group_size = n;
+  r.examples = std::move(examples);
+  ctx.enter_phase(s, "rollout");
+  ctx.fire_step_faults(s, "rollout", *st.model);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<std::int64_t>> prompts;
+  for (const Example* e : r.examples) {
+    for (std::int64_t k = 0; k < n; ++k) prompts.push_back(ctx.data->prompt_ids(*e));
+  }
+  PromptBatch pb = make_prompt_batch(prompts);
+  SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false};
+  r.generation = generate(*st.model, pb, cfg.max_response_length, sp, st.sample_gen,
+                          cfg.use_kv_cache, [&](std::int64_t steps) {
+                            ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});
+                          });
+  const Generation& g = r.generation;
+  const std::int64_t rows = pb.tokens.size(0);
+  r.rewards = at::zeros({rows}, at::kFloat);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    at::Tensor row = g.tokens[i];
+    std::vector<std::int64_t> ids(row.data_ptr<std::int64_t>(),
+                                  row.data_ptr<std::int64_t>() + row.numel());
+    r.rewards[i] = ctx.data->reward(*r.examples[static_cast<std::size_t>(i / n)], ids);
+  }
+  // Every group lives on this rank (take_examples hands out whole prompts).
+  TORCH_CHECK(rows % n == 0, "a group was split across ranks");
+  r.advantages = group_advantages(r.rewards, n, cfg.norm_adv_by_std_in_grpo);
+  r.rollout_s = seconds_since(t0);
+  r.batch = make_sequence_batch(pb.tokens, pb.valid, g.tokens, g.valid);
+  return r;
+}
+
+void logprob_phase(RunContext& ctx, TrainState& st, std::int64_t s, Rollout& r) {
+  const TrainerConfig& cfg = ctx.cfg;
+  const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
+  ctx.enter_phase(s, "old_logprob");
+  auto t0 = std::chrono::steady_clock::now();
+  st.model->set_collect_expert_load(ctx.spec.is_moe());
+  r.old_logprobs = sequence_logprobs(*st.model, r.batch, micro, cfg.temperature);
+  st.model->set_collect_expert_load(false);
+  r.expert_load = st.model->take_expert_load();
+  r.old_logprob_s = seconds_since(t0);
+  if (cfg.use_kl_loss) {
+    ctx.enter_phase(s, "ref_logprob");
+    t0 = std::chrono::steady_clock::now();
+    r.ref_logprobs = sequence_logprobs(*st.ref, r.batch, micro, cfg.temperature);
+    r.ref_logprob_s = seconds_since(t0);
+  }
+}
+
+}  // namespace grpo::trainer

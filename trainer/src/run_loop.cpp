@@ -1,0 +1,162 @@
+#include "run_loop.h"
+
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/system_info.h"
+#include "run_control.h"
+#include "step_phases.h"
+
+namespace grpo::trainer {
+using core::ErrorKind;
+
+TrainingRun::TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
+                         std::unique_ptr<bootstrap::Bootstrap> boot,
+                         std::unique_ptr<Communicator> comm, Telemetry& telemetry,
+                         FaultInjector faults)
+    : run_dir_(std::move(run_dir)),
+      boot_(std::move(boot)),
+      ctx_(std::move(cfg), std::move(spec), std::move(comm), telemetry, std::move(faults)),
+      checkpoints_(ctx_, run_dir_ / "checkpoints") {}
+
+void TrainingRun::setup() {
+  const TrainerConfig& cfg = ctx_.cfg;
+  ctx_.data = std::make_unique<TaskData>(
+      TaskData::create(cfg.task, static_cast<std::uint64_t>(cfg.data_seed), cfg.train_size,
+                       cfg.val_size, cfg.task_min_len, cfg.task_max_len)
+          .value());
+  const kernels::Ops& ops = kernels::ops_for(kernels::parse_backend(cfg.kernels).value());
+  at::TensorOptions opts = at::TensorOptions().dtype(at::kFloat);
+  if (cfg.device == "cuda") opts = opts.device(at::kCUDA);
+  // Every rank draws the same initial weights (and rank 0's are broadcast anyway).
+  at::Generator init_gen = compat::make_cpu_generator(static_cast<std::uint64_t>(cfg.seed));
+  state_.model = std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen);
+  state_.optim = std::make_unique<AdamW>(state_.model->named_params());
+  state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.rank));
+}
+
+int TrainingRun::fail(const core::Error& e) {
+  const int code = exit_code_for(e);
+  const char* name = code == kExitComm ? "COMM_ERROR" : code == kExitIo ? "IO_ERROR" : "ERROR";
+  spdlog::error("step {} ({}): {}", state_.step + 1, ctx_.phase, e.message);
+  ctx_.tel.emit(name, {{"step", state_.step + 1},
+                       {"phase", ctx_.phase},
+                       {"message", e.message},
+                       {"exit_code", code}});
+  return code;
+}
+
+void TrainingRun::report_step(std::int64_t s, bool sft, const StepMetrics& m) {
+  ctx_.tel.emit("step", m.fields);
+  if (ctx_.rank != 0) return;
+  const std::int64_t total = ctx_.cfg.total_steps();
+  const std::string val =
+      m.fields.contains("val_reward")
+          ? fmt::format(" val_reward {:.4f}", m.fields.at("val_reward").get<double>())
+          : "";
+  if (sft) {
+    spdlog::info("step {}/{} sft loss {:.4f} ({:.3f} s){}", s, total,
+                 m.fields.value("sft_loss", 0.0), m.fields.value("step_s", 0.0), val);
+  } else {
+    spdlog::info(
+        "step {}/{} grpo reward {:.4f} loss {:.4f} kl {:.5f} entropy {:.3f} clip {:.3f} "
+        "gnorm {:.3f} {:.0f} tok/s{}",
+        s, total, m.fields.value("reward_mean", 0.0), m.fields.value("loss", 0.0),
+        m.fields.value("kl", 0.0), m.fields.value("entropy", 0.0), m.fields.value("clip_frac", 0.0),
+        m.fields.value("grad_norm", 0.0), m.fields.value("tokens_per_s", 0.0), val);
+  }
+}
+
+int TrainingRun::run() {
+  const TrainerConfig& cfg = ctx_.cfg;
+  setup();
+  if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
+    spdlog::error("resume failed: {}", st.error().message);
+    ctx_.tel.emit(
+        "error",
+        {{"code", st.error().kind == ErrorKind::kUnavailable ? "COMM_ERROR" : "CHECKPOINT_ERROR"},
+         {"message", st.error().message}});
+    return exit_code_for(st.error());
+  }
+
+  const std::int64_t total = cfg.total_steps();
+  while (state_.step < total) {
+    const std::int64_t s = state_.step + 1;
+    const bool sft = s <= cfg.sft_warmup_steps;
+    ctx_.enter_phase(s, "start");
+    ctx_.fire_step_faults(s, "start", *state_.model);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!sft && !state_.grpo_started) {
+      if (core::Status st = start_grpo(ctx_, state_); !st.ok()) return fail(st.error());
+    }
+    const auto step_t0 = std::chrono::steady_clock::now();
+    const double comm_t0 = ctx_.comm->seconds();
+    // An injected straggler is slow inside the step, as a slow rank's compute would be.
+    if (const std::int64_t ms = ctx_.faults.slow_ms(s); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    StepMetrics m;
+    core::Status st = sft ? sft_step(ctx_, state_, s, m) : grpo_step(ctx_, state_, s, m);
+    if (!st.ok()) return fail(st.error());
+    const double step_s = seconds_since(step_t0);
+    const double step_comm_s = ctx_.comm->seconds() - comm_t0;
+    state_.step = s;
+
+    std::optional<double> val;
+    const bool periodic = cfg.test_freq > 0 && s % cfg.test_freq == 0;
+    if (periodic || s == total) {
+      auto v = validation_phase(ctx_, state_, s);
+      if (!v.ok()) return fail(v.error());
+      val = *v;
+    }
+    m.fields["step"] = s;
+    m.fields["phase"] = sft ? "sft" : "grpo";
+    m.fields["grpo_step"] = sft ? 0 : s - cfg.sft_warmup_steps;
+    m.fields["tokens"] = m.tokens;
+    m.fields["step_s"] = step_s;
+    m.fields["comm_s"] = step_comm_s;
+    m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
+    m.fields["wall_s"] = seconds_since(t0);
+    m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+    m.fields["data_cursor"] = state_.data_cursor;
+    if (val) m.fields["val_reward"] = *val;
+    if (cfg.checksum_freq > 0 && s % cfg.checksum_freq == 0) {
+      m.fields["weights_sha256"] = state_.weights_sha256();
+    }
+    report_step(s, sft, m);
+
+    // Checkpoint and stop requests, agreed by all ranks once per step.
+    auto requests = agree_on_control_requests(*ctx_.comm, run_dir_);
+    if (!requests.ok()) return fail(requests.error());
+    const bool want_ckpt = requests->checkpoint;
+    const bool want_stop = requests->stop;
+    const bool periodic_ckpt = cfg.save_freq > 0 && s % cfg.save_freq == 0;
+    if (periodic_ckpt || s == total || want_ckpt || want_stop) {
+      const std::string reason = s == total  ? "final"
+                                 : want_stop ? "stop"
+                                 : want_ckpt ? "request"
+                                             : "periodic";
+      if (core::Status cs = checkpoints_.save(state_, s, reason); !cs.ok()) {
+        return fail(cs.error());
+      }
+      if (want_ckpt) acknowledge_checkpoint_request(run_dir_, ctx_.rank);
+    }
+    ctx_.fire_step_faults(s, "checkpoint", *state_.model);
+    if (want_stop && s < total) {
+      acknowledge_stop_request(run_dir_, ctx_.rank);
+      spdlog::warn("stopping at step {} on request (checkpoint written)", s);
+      ctx_.tel.emit("stopped", {{"step", s}, {"exit_code", kExitStopped}});
+      return kExitStopped;
+    }
+  }
+  const std::string sha = state_.weights_sha256();
+  spdlog::info("training done at step {}; weights sha256 {}", state_.step, sha);
+  ctx_.tel.emit("done", {{"step", state_.step}, {"weights_sha256", sha}, {"exit_code", kExitOk}});
+  return kExitOk;
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,45 @@
+// The run loop (internal to grpo_trainer): sets up the model and the data, resumes, then runs
+// the steps (SFT warm-start, then GRPO; step_phases.h) with validation, the step event and log
+// line, checkpoint and stop requests (run_control.h) and checkpoints (checkpointing.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "checkpointing.h"
+#include "grpo/bootstrap/bootstrap.h"
+#include "run_context.h"
+
+namespace grpo::trainer {
+
+class TrainingRun {
+ public:
+  TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
+              std::unique_ptr<bootstrap::Bootstrap> boot, std::unique_ptr<Communicator> comm,
+              Telemetry& telemetry, FaultInjector faults);
+
+  // Runs to the last step, a stop request or an error, and returns the exit code
+  // (exit_codes.h). Errors become events here; ExitRequest (an injected exit) and out-of-memory
+  // (std::bad_alloc, c10::Error) propagate to run_trainer.
+  int run();
+
+  const std::string& phase() const { return ctx_.phase; }
+  std::int64_t current_step() const { return state_.step + 1; }
+
+ private:
+  void setup();
+  // Reports a failed step and returns its exit code.
+  int fail(const core::Error& e);
+  // The step event and, on rank 0, the log line.
+  void report_step(std::int64_t s, bool sft, const StepMetrics& m);
+
+  std::filesystem::path run_dir_;
+  std::unique_ptr<bootstrap::Bootstrap> boot_;
+  RunContext ctx_;
+  TrainState state_;
+  Checkpointer checkpoints_;
+};
+
+}  // namespace grpo::trainer

@@ -1,0 +1,93 @@
+// The SFT warm-start step and the optimizer step it shares with GRPO.
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "step_phases.h"
+
+namespace grpo::trainer {
+
+core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccumulator& acc) {
+  const TrainerConfig& cfg = ctx.cfg;
+  const auto bucket = static_cast<std::int64_t>(cfg.bucket_mb * 1024 * 1024);
+  GRPO_TRY(double norm,
+           reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip));
+  acc.add("grad_norm", norm);
+  if (!std::isfinite(norm)) {
+    // As verl: skip the update when the gradient is not finite (same decision on every rank,
+    // since the reduced gradients are identical).
+    spdlog::warn("gradient norm is not finite; optimizer step skipped");
+    st.optim->zero_grad();
+    return core::ok_status();
+  }
+  AdamWOptions o;
+  const double warm = cfg.lr_warmup_steps > 0
+                          ? std::min(1.0, static_cast<double>(st.optim->steps() + 1) /
+                                              static_cast<double>(cfg.lr_warmup_steps))
+                          : 1.0;
+  o.lr = lr * warm;
+  o.beta1 = cfg.betas[0];
+  o.beta2 = cfg.betas[1];
+  o.weight_decay = cfg.weight_decay;
+  st.optim->step(o);
+  st.optim->zero_grad();
+  acc.add("lr", o.lr);
+  return core::ok_status();
+}
+
+core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetrics& m) {
+  const TrainerConfig& cfg = ctx.cfg;
+  QwenModel& model = *st.model;
+  ctx.enter_phase(s, "sft");
+  ctx.fire_step_faults(s, "sft", model);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<const Example*> examples = take_examples(ctx, st, cfg.sft_batch_size);
+  std::vector<std::vector<std::int64_t>> prompts;
+  const auto rows = static_cast<std::int64_t>(examples.size());
+  at::Tensor resp = at::full({rows, cfg.max_response_length}, Tokenizer::kPad, at::kLong);
+  at::Tensor resp_valid = at::zeros({rows, cfg.max_response_length}, at::kBool);
+  std::int64_t longest = 1;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const Example& e = *examples[static_cast<std::size_t>(i)];
+    prompts.push_back(ctx.data->prompt_ids(e));
+    const std::vector<std::int64_t> ans = ctx.data->target_ids(e);
+    for (std::size_t j = 0; j < ans.size(); ++j) {
+      resp[i][static_cast<std::int64_t>(j)] = ans[j];
+      resp_valid[i][static_cast<std::int64_t>(j)] = true;
+    }
+    longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(ans.size()));
+  }
+  PromptBatch pb = make_prompt_batch(prompts);
+  SequenceBatch batch = make_sequence_batch(pb.tokens, pb.valid, resp.narrow(1, 0, longest),
+                                            resp_valid.narrow(1, 0, longest));
+
+  MeanAccumulator acc;
+  const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
+  const std::int64_t total_tokens = batch.response_valid.sum().item<std::int64_t>();
+  for (std::int64_t b = 0; b < rows; b += micro) {
+    const std::int64_t e = std::min(rows, b + micro);
+    SequenceBatch mb = batch.slice(b, e);
+    ResponseStates rs = response_states(model, mb);
+    at::Tensor lp = model.ops()
+                        .token_logprobs(rs.hidden, model.lm_head_weight(), rs.tokens, 1.0, false)
+                        .logprobs;
+    // Token-mean over the rank's whole batch: each micro batch weighs by its token share.
+    const double share = static_cast<double>(lp.numel()) / static_cast<double>(total_tokens);
+    at::Tensor loss = -lp.mean() + cfg.moe_aux_loss_coef * rs.aux_loss;
+    (loss * share).backward();
+    acc.add("sft_loss", -lp.mean().item<double>(), static_cast<double>(lp.numel()));
+    if (ctx.spec.is_moe()) acc.add("aux_loss", rs.aux_loss.item<double>());
+    ctx.tel.maybe_heartbeat(s, "sft");
+  }
+  GRPO_TRY_STATUS(optimizer_step(ctx, st, cfg.sft_lr, acc));
+  GRPO_TRY(auto means, acc.reduce(*ctx.comm));
+  for (const auto& [k, v] : means) m.fields[k] = v;
+  at::Tensor tok = at::tensor({batch.valid.sum().item<std::int64_t>()}, at::kLong);
+  GRPO_TRY_STATUS(ctx.comm->allreduce_sum(tok));
+  m.tokens = tok.item<std::int64_t>();
+  m.fields["update_s"] = seconds_since(t0);
+  return core::ok_status();
+}
+
+}  // namespace grpo::trainer

@@ -1,0 +1,71 @@
+// The phases of a training step (internal to grpo_trainer), each a function of the run's context
+// and its training state (run_context.h) that the run loop (run_loop.cpp) calls in order:
+//   SFT step     sft_step.cpp      one supervised step on the answers (the warm-start)
+//   GRPO step    grpo_step.cpp     start_grpo once, then per step:
+//     rollout    grpo_rollout.cpp    sample a group per prompt, rewards, advantages, then the old
+//                                    and reference log-probs (phases rollout, old_logprob,
+//                                    ref_logprob)
+//     update     grpo_update.cpp     PPO epochs x mini batches x micro batches (phase update)
+//   validation   validation.cpp    mean reward on the validation split
+// Every phase issues its collectives in the same order on every rank.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "grpo/trainer/grpo.h"
+#include "grpo/trainer/model.h"
+#include "grpo/trainer/rollout.h"
+#include "grpo/trainer/tasks.h"
+#include "run_context.h"
+
+namespace grpo::trainer {
+
+// Averages the gradients over the ranks, clips them and takes an AdamW step at `lr` (after the
+// linear warm-up); skips the update when the norm is not finite. Adds grad_norm and lr to acc.
+core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccumulator& acc);
+
+// One SFT step on data.sft_batch_size examples: fills sft_loss (and aux_loss), tokens, update_s.
+core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetrics& m);
+
+// The switch from SFT to GRPO: freezes the reference policy, resets the optimizer, and validates
+// first when val_before_train is set.
+core::Status start_grpo(RunContext& ctx, TrainState& st);
+
+// One GRPO step: rollout, log-probs, update, then the metrics reduced over ranks.
+core::Status grpo_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetrics& m);
+
+// This rank's share of one GRPO step's experience, from the rollout phases.
+struct Rollout {
+  std::int64_t group_size = 0;           // responses per prompt (rollout.n)
+  std::vector<const Example*> examples;  // one per group
+  Generation generation;                 // [rows, R] responses
+  at::Tensor rewards;                    // [rows] float
+  at::Tensor advantages;                 // [rows] float, group-normalized
+  SequenceBatch batch;                   // prompts and responses, the training layout
+  at::Tensor old_logprobs;               // [rows, R] under the policy before the update
+  at::Tensor ref_logprobs;               // [rows, R] under the reference (use_kl_loss only)
+  std::vector<ExpertLoad> expert_load;   // from the old log-prob forward (MoE)
+  double rollout_s = 0;
+  double old_logprob_s = 0;
+  double ref_logprob_s = 0;
+
+  std::int64_t rows() const { return batch.rows(); }
+};
+
+// Samples rollout.n responses for each example and scores them (phase rollout).
+Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
+                      std::vector<const Example*> examples);
+// Old and reference log-probs of the rollout (phases old_logprob and ref_logprob).
+void logprob_phase(RunContext& ctx, TrainState& st, std::int64_t s, Rollout& r);
+// PPO epochs over the rollout (phase update): losses into acc, an optimizer step per mini batch.
+// Returns the seconds the update took.
+core::Result<double> update_phase(RunContext& ctx, TrainState& st, std::int64_t s, const Rollout& r,
+                                  MeanAccumulator& acc);
+
+// Mean reward over the validation split (greedy unless val_do_sample), reduced over ranks.
+// Restores the phase it was called in.
+core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int64_t s);
+
+}  // namespace grpo::trainer
