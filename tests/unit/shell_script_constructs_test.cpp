@@ -197,8 +197,12 @@ TEST(ShellConstructs, FunctionsLocalsAndPositionalParameters) {
 }
 
 TEST(ShellConstructs, SetOptionsAndUnsetVariables) {
-  const auto s = read("set -xeuo pipefail\nrun a=$NOPE\nset +u\nrun b=$NOPE\n");
+  // -o takes the next word, also inside -xeuo: pipefail is not an argument (a bug found by
+  // comparing with bash).
+  const auto s = read("set -xeuo pipefail\nrun a=$NOPE \"$@\"\nset +u\nrun b=$NOPE\n");
   const auto runs = commands(s, "run");
+  ASSERT_EQ(runs[0]->words.size(), 3u);
+  EXPECT_TRUE(runs[0]->words[2].from_args);
   EXPECT_EQ(runs[0]->words[1].unresolved_why,
             "unset variable $NOPE (under set -u the script stops here)");
   EXPECT_EQ(runs[1]->words[1].unresolved_why, "unset variable $NOPE");
@@ -322,6 +326,24 @@ TEST(ShellConstructs, HostileInputGivesOneLineErrorsOrBoundedWork) {
     }
     EXPECT_EQ(r.error().str().find('\n'), std::string::npos);
   }
+  // Nested ifs inside nested calls: bounded, with the place where it stops.
+  std::string calls;
+  for (int f = 0; f < 16; ++f) {
+    calls += "f" + std::to_string(f) + "() {\n";
+    for (int i = 0; i < 20; ++i) calls += "if true; then\n";
+    calls += "f" + std::to_string(f + 1) + "\n";
+    for (int i = 0; i < 20; ++i) calls += "fi\n";
+    calls += "}\n";
+  }
+  auto nested = read_shell_script(calls + "f0\n", "calls.sh");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.error().str().find("nested deeper than 200"), std::string::npos);
+  // A long && / || list of undecidable tests branches a few times, then is read in order.
+  std::string chain = "X=0; ";
+  for (int i = 0; i < 5000; ++i)
+    chain += "[ -f /f" + std::to_string(i) + " ] && X=" + std::to_string(i) + " || ";
+  const auto long_list = read(chain + "true\nrun $X\n");
+  EXPECT_TRUE(commands(long_list, "run").at(0)->words[1].unresolved);
   // Recursion and fan-out stop at the call depth, with a note.
   const auto s = read("f() { f; f; }\nf\nrun ok\n");
   EXPECT_EQ(run_args(s)[0], (std::vector<std::string>{"ok"}));

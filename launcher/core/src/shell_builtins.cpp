@@ -149,10 +149,10 @@ Result<Tri> Evaluator::set_builtin(const std::vector<Field>& args) {
                             args.end());
       break;
     }
-    if ((a == "-o" || a == "+o") && k + 1 < args.size()) {
-      if (args[++k].text.s == "nounset") st_.nounset = a[0] == '-';
-    } else if (a.find('u') != std::string::npos) {
-      st_.nounset = a[0] == '-';
+    const bool on = a[0] == '-';
+    for (std::size_t i = 1; i < a.size(); ++i) {
+      if (a[i] == 'u') st_.nounset = on;
+      if (a[i] == 'o' && k + 1 < args.size() && args[++k].text.s == "nounset") st_.nounset = on;
     }
   }
   return Tri::kTrue;
@@ -169,23 +169,22 @@ Result<Tri> Evaluator::source(const std::vector<Field>& args, Loc at) {
   if (f.from_args || f.text.unresolved())
     return skip("the file name is not known statically (" + reasons_[f.text.first_reason()].why +
                 ")");
-  // The file as written (relative to the working directory), else relative to the script's
-  // directory; either way it must be inside the script's directory.
-  const std::vector<std::string> base = split_path(script_dir_.empty() ? "." : script_dir_);
-  const bool base_abs = !script_dir_.empty() && script_dir_[0] == '/';
-  std::optional<std::string> path;
+  // A name that starts with the script's directory ("$(dirname "$0")/x.sh") is relative to the
+  // working directory, as bash reads it; any other relative name is taken relative to the
+  // script's directory. Either way the file must be inside that directory.
   const std::string& name = f.text.s;
   if (name.empty()) return skip("the file name is empty");
-  for (const std::string& candidate :
-       {name, name[0] == '/' || script_dir_.empty() ? name : script_dir_ + "/" + name}) {
-    const std::vector<std::string> parts = split_path(candidate);
-    if ((candidate[0] == '/') != base_abs || parts.size() <= base.size() ||
-        !std::equal(base.begin(), base.end(), parts.begin()) ||
-        std::find(parts.begin(), parts.end(), "..") != parts.end()) {
-      continue;
-    }
+  const std::vector<std::string> base = split_path(script_dir_.empty() ? "." : script_dir_);
+  const bool base_abs = !script_dir_.empty() && script_dir_[0] == '/';
+  const std::string prefix =
+      script_dir_.empty() || script_dir_ == "/" ? script_dir_ : script_dir_ + "/";
+  const std::string candidate = name[0] == '/' || name.rfind(prefix, 0) == 0 ? name : prefix + name;
+  const std::vector<std::string> parts = split_path(candidate);
+  std::optional<std::string> path;
+  if ((candidate[0] == '/') == base_abs && parts.size() > base.size() &&
+      std::equal(base.begin(), base.end(), parts.begin()) &&
+      std::find(parts.begin(), parts.end(), "..") == parts.end()) {
     path = join_path(parts, base_abs);
-    break;
   }
   if (!path) return skip("only files in the script's directory are read");
   if (!options_.read_file) return skip("no file reader was given");

@@ -20,6 +20,7 @@ constexpr std::size_t kMaxScriptBytes = 4u << 20;
 constexpr int kMaxExpansionDepth = 32;  // ${A:-${B:-...}} and $( ) inside each other
 constexpr int kMaxCallDepth = 16;       // function calls inside function calls
 constexpr std::size_t kMaxSourcedFiles = 64;
+constexpr int kMaxEvalNesting = 200;  // compound commands inside calls inside sources
 // Work bound over a whole read: characters expanded or copied between branch states, commands
 // followed. A script past it is refused (exit 2) instead of taking unbounded time or memory.
 constexpr std::size_t kWorkBudget = 8u << 20;
@@ -147,6 +148,7 @@ class Evaluator {
   Result<Tri> and_or(const AndOr& a);
   Result<Tri> pipeline(const Pipeline& p);
   Result<Tri> command(const Command& c);
+  Result<Tri> command_inner(const Command& c);
   Result<Tri> simple(const Command& c);
   Result<Tri> if_command(const Command& c);
   Result<Tri> case_command(const Command& c);
@@ -162,7 +164,7 @@ class Evaluator {
   void merge(std::vector<State> outcomes, const std::string& what);
   std::string where(Loc at) const;
   void note(const std::string& text);  // ParsedScript::notes, each once, at most 64
-  std::shared_ptr<const std::map<std::string, ShellAssignment>> exported_now();
+  Result<std::shared_ptr<const std::map<std::string, ShellAssignment>>> exported_now(Loc at);
 
   const ShellReadOptions& options_;
   std::string script_name_;
@@ -178,6 +180,7 @@ class Evaluator {
   std::shared_ptr<const std::map<std::string, ShellAssignment>> exported_cache_;
   std::size_t work_ = 0;
   int call_depth_ = 0;
+  int nesting_ = 0;  // command() inside command(): compound commands, calls, sources
   int source_depth_ = 0;
 };
 

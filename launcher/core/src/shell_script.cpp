@@ -70,16 +70,19 @@ Result<ParsedScript> Evaluator::run(std::string_view text) {
   GRPO_TRY(List l, parse_script(text, Loc{0, 1, 1}, script_name_));
   active_.push_back(normalize_path(script_name_));
   GRPO_TRY_STATUS(list(l));
-  for (const auto& [name, a] : *exported_now()) out_.exports[name] = a;
+  GRPO_TRY(auto exported, exported_now(Loc{}));
+  for (const auto& [name, a] : *exported) out_.exports[name] = a;
   return std::move(out_);
 }
 
-std::shared_ptr<const std::map<std::string, ShellAssignment>> Evaluator::exported_now() {
+Result<std::shared_ptr<const std::map<std::string, ShellAssignment>>> Evaluator::exported_now(
+    Loc at) {
   if (exported_cache_) return exported_cache_;
   auto m = std::make_shared<std::map<std::string, ShellAssignment>>();
   for (const auto& [name, v] : st_.vars) {
     if (v.exported) (*m)[name] = assignment(name, v.values, v.assigned, true);
   }
+  GRPO_TRY_STATUS(charge(16 * m->size(), at));
   exported_cache_ = m;
   return exported_cache_;
 }
@@ -192,7 +195,10 @@ Result<Tri> Evaluator::and_or(const AndOr& a) {
       "`" + a.text + "` at " + where(a.loc) + " cannot be decided statically; both ways were read";
   bool noted = false;
   // Follows pipelines k.. given the status s so far.
-  std::function<Result<Tri>(std::size_t, Tri)> from = [&](std::size_t k, Tri s) -> Result<Tri> {
+  // Past 8 undecidable steps in one list, each further step is read and merged with not
+  // reading it, in order (no more branching into every combination).
+  std::function<Result<Tri>(std::size_t, Tri, int)> from = [&](std::size_t k, Tri s,
+                                                               int depth) -> Result<Tri> {
     for (; k < a.pipelines.size() && st_.flow == Flow::kNormal; ++k) {
       const bool is_and = a.and_op[k - 1];
       if (s != Tri::kUnknown) {
@@ -205,12 +211,22 @@ Result<Tri> Evaluator::and_or(const AndOr& a) {
         noted = true;
         conditions_.push_back(note);
       }
+      if (depth >= 8) {  // run or not, merged step by step
+        GRPO_TRY(State skipped, copy_state(a.loc));
+        GRPO_TRY(Tri ran, pipeline(a.pipelines[k]));
+        (void)ran;
+        std::vector<State> both;
+        both.push_back(std::move(st_));
+        both.push_back(std::move(skipped));
+        merge(std::move(both), "the ways through " + note.substr(0, note.find(" cannot")));
+        continue;
+      }
       GRPO_TRY(State skipped, copy_state(a.loc));
       GRPO_TRY(Tri ran, pipeline(a.pipelines[k]));
-      GRPO_TRY(Tri r1, from(k + 1, ran));
+      GRPO_TRY(Tri r1, from(k + 1, ran, depth + 1));
       State after_run = std::move(st_);
       st_ = std::move(skipped);
-      GRPO_TRY(Tri r2, from(k + 1, tri(!is_and)));
+      GRPO_TRY(Tri r2, from(k + 1, tri(!is_and), depth + 1));
       std::vector<State> both;
       both.push_back(std::move(after_run));
       both.push_back(std::move(st_));
@@ -220,7 +236,7 @@ Result<Tri> Evaluator::and_or(const AndOr& a) {
     return s;
   };
   GRPO_TRY(Tri first, pipeline(a.pipelines[0]));
-  auto r = from(1, first);
+  auto r = from(1, first, 0);
   if (noted) conditions_.pop_back();
   return r;
 }
@@ -242,6 +258,20 @@ Result<Tri> Evaluator::pipeline(const Pipeline& p) {
 
 Result<Tri> Evaluator::command(const Command& c) {
   GRPO_TRY_STATUS(charge(16, c.loc));
+  // Compound commands inside function calls inside sources: bounded, whatever the input.
+  if (nesting_ >= kMaxEvalNesting) {
+    return make_error(
+        ErrorKind::kParse,
+        "commands, calls and sources nested deeper than " + std::to_string(kMaxEvalNesting),
+        {files_[c.loc.file], c.loc.line, c.loc.col});
+  }
+  ++nesting_;
+  auto r = command_inner(c);
+  --nesting_;
+  return r;
+}
+
+Result<Tri> Evaluator::command_inner(const Command& c) {
   switch (c.kind) {
     case Command::Kind::kSimple:
       return simple(c);
@@ -412,7 +442,7 @@ Result<Tri> Evaluator::simple(const Command& c) {
   ShellCommand rec;
   rec.file = files_[c.loc.file];
   rec.line = c.loc.line;
-  rec.exported = exported_now();
+  GRPO_TRY(rec.exported, exported_now(c.loc));
   rec.conditions = conditions_;
   std::vector<Field> fs;
   std::vector<Loc> locs;
