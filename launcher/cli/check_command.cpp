@@ -43,7 +43,7 @@ std::string layout_line(const core::CheckedRun& r) {
 }
 
 void print_text(const core::CheckReport& report) {
-  for (const auto& n : report.notes) std::cout << report.file << ": not followed: " << n << "\n";
+  for (const auto& n : report.notes) std::cout << report.file << ": note: " << n << "\n";
   for (const auto& run : report.runs) {
     std::size_t errors = 0, warnings = 0, infos = 0;
     for (const auto& d : run.diagnostics) {
