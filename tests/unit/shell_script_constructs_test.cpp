@@ -295,12 +295,13 @@ TEST(ShellConstructs, SourceDepthAndCyclesAreBounded) {
 TEST(ShellConstructs, LoopsAreReadOnce) {
   const auto s = read(
       "for seed in 1 2 3; do\n  python3 -m verl.trainer.main_ppo seed=$seed\ndone\n"
-      "while read -r line; do N=$line; done < list.txt\nrun $N\n");
+      "while read -r line; do N=$line; break; done < list.txt\nrun $N\nbreak\nrun after\n");
   const auto& c = *commands(s, "python3").at(0);
   ASSERT_EQ(c.conditions.size(), 1u);
   EXPECT_EQ(c.conditions[0], "`for seed` at s.sh:1:1: the loop body was read once");
   EXPECT_EQ(c.words[3].unresolved_kind, UnresolvedKind::kConditional);
   EXPECT_TRUE(commands(s, "run").at(0)->words[1].unresolved);
+  EXPECT_EQ(commands(s, "run").size(), 2u);  // break outside a loop does not stop the reading
 }
 
 TEST(ShellConstructs, HostileInputGivesOneLineErrorsOrBoundedWork) {

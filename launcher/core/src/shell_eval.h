@@ -180,7 +180,8 @@ class Evaluator {
   std::shared_ptr<const std::map<std::string, ShellAssignment>> exported_cache_;
   std::size_t work_ = 0;
   int call_depth_ = 0;
-  int nesting_ = 0;  // command() inside command(): compound commands, calls, sources
+  int loop_depth_ = 0;  // break / continue outside a loop do nothing
+  int nesting_ = 0;     // command() inside command(): compound commands, calls, sources
   int source_depth_ = 0;
 };
 

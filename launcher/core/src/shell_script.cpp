@@ -428,7 +428,10 @@ Result<Tri> Evaluator::loop_command(const Command& c) {
   }
   if (!c.name.empty()) mark_unknown(c.name, c.loc, "$" + c.name + " is the variable of " + note);
   const List& body = c.kind == Command::Kind::kFor ? c.body : c.clauses[0].body;
-  GRPO_TRY_STATUS(list(body));
+  ++loop_depth_;
+  auto r = list(body);
+  --loop_depth_;
+  if (!r.ok()) return r.error();
   if (st_.flow == Flow::kBreak) st_.flow = Flow::kNormal;
   outcomes.push_back(std::move(st_));
   merge(std::move(outcomes), "the runs of " + note);
@@ -511,7 +514,7 @@ Result<Tri> Evaluator::simple(const Command& c) {
     return Tri::kTrue;
   }
   if (name == "break" || name == "continue") {
-    st_.flow = Flow::kBreak;
+    if (loop_depth_ > 0) st_.flow = Flow::kBreak;
     return Tri::kTrue;
   }
   if (name == "true" || name == ":") return Tri::kTrue;
