@@ -10,17 +10,6 @@
 #include "shell_eval.h"
 
 namespace grpo::core::shell {
-namespace {
-
-bool is_name_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-}
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
-}  // namespace
-
 // Integer arithmetic over literals and known variables: + - * / % ( ), unary signs,
 // comparisons. Anything else (or division by zero, overflow) is nullopt.
 std::optional<long long> Evaluator::arithmetic(const std::string& expr) const {

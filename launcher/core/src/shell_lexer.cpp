@@ -6,17 +6,6 @@
 #include <cctype>
 
 namespace grpo::core::shell {
-namespace {
-
-bool is_name_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-}
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
-}  // namespace
-
 Result<Token> Lexer::next(bool cond_mode) {
   while (true) {
     Token t;

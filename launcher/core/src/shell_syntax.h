@@ -2,6 +2,7 @@
 // (shell_parse.cpp). Nothing here is expanded or evaluated; shell_eval.h does that.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -124,6 +125,13 @@ Result<Word> parse_word_text(std::string_view text, Loc start, const std::string
 // delimiters, function names).
 std::string raw_text(const Word& w);
 
+// Shell names: [A-Za-z_][A-Za-z0-9_]*.
+inline bool is_name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+inline bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 bool is_name(std::string_view s);
 
 }  // namespace grpo::core::shell
