@@ -14,6 +14,15 @@
 namespace grpo::cli {
 namespace {
 
+// `source FILE` in a script: regular files only (never a FIFO or a device), 4 MiB at most.
+core::Result<std::string> read_sourced_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return core::make_error(core::ErrorKind::kNotFound, "no such file: " + path);
+  }
+  return io::read_file(path, 4u << 20);
+}
+
 std::string layout_line(const core::CheckedRun& r) {
   const auto& d = r.layout.dims;
   std::string s;
@@ -28,6 +37,7 @@ std::string layout_line(const core::CheckedRun& r) {
 }
 
 void print_text(const core::CheckReport& report) {
+  for (const auto& n : report.notes) std::cout << report.file << ": note: " << n << "\n";
   for (const auto& run : report.runs) {
     std::size_t errors = 0, warnings = 0, infos = 0;
     for (const auto& d : run.diagnostics) {
@@ -35,7 +45,8 @@ void print_text(const core::CheckReport& report) {
       warnings += d.severity == core::Severity::kWarning;
       infos += d.severity == core::Severity::kInfo;
     }
-    std::cout << report.file << ":" << run.line << ": " << run.entry_point << ": ";
+    std::cout << (run.file.empty() ? report.file : run.file) << ":" << run.line << ": "
+              << run.entry_point << ": ";
     if (run.diagnostics.empty()) {
       std::cout << "no findings\n";
     } else {
@@ -56,6 +67,7 @@ void print_text(const core::CheckReport& report) {
                 << core::format_gib(m.rollout.total()) << "; of "
                 << core::format_gib(m.training.capacity) << " usable\n";
     }
+    for (const auto& c : run.conditions) std::cout << "  read conditionally: " << c << "\n";
     for (auto sev : {core::Severity::kError, core::Severity::kWarning, core::Severity::kInfo}) {
       bool header = false;
       for (const auto& d : run.diagnostics) {
@@ -79,7 +91,8 @@ void print_text(const core::CheckReport& report) {
 nlohmann::json run_json(const core::CheckedRun& r) {
   nlohmann::json diags = nlohmann::json::array();
   for (const auto& d : r.diagnostics) diags.push_back(core::diagnostic_to_json(d));
-  nlohmann::json j = {{"line", r.line},
+  nlohmann::json j = {{"file", r.file},
+                      {"line", r.line},
                       {"entry_point", r.entry_point},
                       {"strategy", r.strategy},
                       {"model", r.model},
@@ -89,6 +102,7 @@ nlohmann::json run_json(const core::CheckedRun& r) {
                       {"gpus_per_node", r.gpus_per_node},
                       {"overrides", r.overrides},
                       {"passes_args", r.passes_args},
+                      {"conditions", r.conditions},
                       {"layout", core::layout_to_json(r.layout)},
                       {"diagnostics", diags}};
   if (r.memory) {
@@ -148,7 +162,10 @@ int cmd_check(const GlobalArgs& global, const CheckArgs& args) {
   for (const auto& file : args.files) {
     auto text = io::read_file(file, 4u << 20);
     core::Result<core::CheckReport> report = text.ok() ? [&]() -> core::Result<core::CheckReport> {
-      GRPO_TRY(core::ParsedScript script, core::read_shell_script(text.value(), file));
+      core::ShellReadOptions read_options;
+      read_options.read_file = read_sourced_file;
+      GRPO_TRY(core::ParsedScript script,
+               core::read_shell_script(text.value(), file, read_options));
       return core::check_script(script, schema.value(), provider, options);
     }()
         : core::Result<core::CheckReport>(text.error());
@@ -172,7 +189,10 @@ int cmd_check(const GlobalArgs& global, const CheckArgs& args) {
     if (args.format == "json") {
       nlohmann::json runs = nlohmann::json::array();
       for (const auto& r : report->runs) runs.push_back(run_json(r));
-      files.push_back({{"file", file}, {"ok", report->errors() == 0}, {"runs", runs}});
+      files.push_back({{"file", file},
+                       {"ok", report->errors() == 0},
+                       {"runs", runs},
+                       {"not_followed", report->notes}});
     } else {
       print_text(report.value());
     }

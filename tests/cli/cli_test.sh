@@ -81,6 +81,25 @@ one_line_error "--set tp=two"
 expect 2 "profile file path" -- plan -p "$tmp/missing.toml" -m qwen3-30b-moe
 one_line_error "no such cluster profile file"
 
+# check: verl scripts read statically (docs/check.md), findings at file:line:col, also in a
+# sourced file; parse errors are one line with the place.
+check_dir=$src/tests/data/check
+expect 1 "check: errors in a sourced file" -- check "$check_dir/env_unknown_in_sourced_file.sh" --profile a100x8
+stdout_has "env_unknown_in_sourced_file.bash:10:5: UNKNOWN_KEY"
+stdout_has "env_unknown_in_sourced_file.bash:5:8: ENV_UNKNOWN"
+expect 0 "check: if / case decided" -- check "$check_dir/clean_if_case_engine_qwen3_8b.sh" --profile a100x8
+stdout_has "no findings"
+expect 0 "check: undecidable branch and run-time names" -- check "$check_dir/unresolved_undecidable_branch.sh" --format json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["files"][0]["runs"][0]["diagnostics"]; assert [(x["line"], x["severity"]) for x in d] == [(42, "warning"), (54, "info"), (55, "info")], d' "$tmp/out" \
+  || { echo "FAIL: check json severities"; failures=$((failures + 1)); }
+printf 'for s in 1 2; do\n  python3 -m verl.trainer.main_ppo trainer.total_epochs=$s\ndone\nsource /etc/profile\n' >"$tmp/loop.sh"
+expect 0 "check: loop and a source not followed" -- check "$tmp/loop.sh" --model qwen2.5-7b
+stdout_has "read conditionally: \`for s\` at $tmp/loop.sh:1:1: the loop body was read once"
+stdout_has "note: \`source /etc/profile\` at $tmp/loop.sh:4:1 is not followed"
+printf 'if [ -f x ]; then\n  python3 -m verl.trainer.main_ppo a=1\n' >"$tmp/unclosed.sh"
+expect 2 "check: unclosed if" -- check "$tmp/unclosed.sh"
+one_line_error "unclosed.sh:1:1: \`if\` is never closed with \`fi\`"
+
 # Usage: exit 64.
 expect 64 "unknown option" -- plan --profile a100x8 --model qwen3-30b-moe --bogus
 expect 64 "missing model" -- plan --profile a100x8

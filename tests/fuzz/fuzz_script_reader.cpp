@@ -1,5 +1,6 @@
 // Fuzzes the verl script reader and the checker behind it with an in-memory schema and model:
-// any input must give a report or a one-line error; never a crash or a hang.
+// any input must give a report or a one-line error; never a crash or a hang. Seeds: the check
+// corpus and seeds/shell (splitting, arrays, if / case, functions, source, here-documents).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -43,7 +44,14 @@ const grpo::core::MemorySourceProvider& provider() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto script = grpo::core::read_shell_script(text, "fuzz.sh");
+  // `source FILE` reads the input itself again (cycles, the depth and file limits bound it).
+  grpo::core::ShellReadOptions read_options;
+  read_options.read_file = [&text](const std::string& path) -> grpo::core::Result<std::string> {
+    if (path.find("missing") != std::string::npos)
+      return grpo::core::make_error(grpo::core::ErrorKind::kNotFound, "no such file: " + path);
+    return text;
+  };
+  auto script = grpo::core::read_shell_script(text, "dir/fuzz.sh", read_options);
   if (!script.ok()) {
     if (script.error().str().find('\n') != std::string::npos) __builtin_trap();
     return 0;

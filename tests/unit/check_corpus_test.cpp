@@ -2,8 +2,10 @@
 // the script's .expected file exactly: planted errors found at their lines, clean scripts silent.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "grpo/core/checker.h"
 #include "grpo/io/files.h"
@@ -20,6 +22,18 @@ const ConfigSchema& schema() {
       io::load_config_schema_from(std::filesystem::path(GRPO_SOURCE_DIR) / "data" / "schema")
           .value();
   return s;
+}
+
+// Orders "12 CODE" lines by number, those of the script before "file:12 CODE" lines.
+bool by_file_and_line(const std::string& a, const std::string& b) {
+  auto key = [](const std::string& l) {
+    const auto space = l.find(' ');
+    const auto colon = l.rfind(':', space);
+    const std::string file = colon == std::string::npos ? "" : l.substr(0, colon);
+    const std::string num = l.substr(colon == std::string::npos ? 0 : colon + 1);
+    return std::make_tuple(file, std::atoi(num.c_str()), l);
+  };
+  return key(a) < key(b);
 }
 
 struct Outcome {
@@ -42,20 +56,23 @@ Outcome run_check(const fs::path& script) {
   }
   auto text = io::read_file(script);
   if (!text.ok()) return {{"EXIT 2"}, text.error().str()};
-  auto parsed = read_shell_script(text.value(), script.filename().string());
+  // The full path, so that `source "$(dirname "$0")/x.bash"` finds the sibling file.
+  ShellReadOptions read_options;
+  read_options.read_file = [](const std::string& path) { return io::read_file(path, 4u << 20); };
+  auto parsed = read_shell_script(text.value(), script.string(), read_options);
   if (!parsed.ok()) return {{"EXIT 2"}, parsed.error().str()};
   auto report = check_script(parsed.value(), schema(), test::shipped(), options);
   if (!report.ok()) return {{"EXIT 2"}, report.error().str()};
   for (const auto& run : report->runs) {
     for (const auto& d : run.diagnostics) {
-      out.lines.push_back(std::to_string(d.where.line) + " " + std::string(to_string(d.code)));
+      // A finding in a sourced file is "<file name>:<line> CODE".
+      const std::string file = fs::path(d.where.file).filename().string();
+      out.lines.push_back((file == script.filename().string() ? "" : file + ":") +
+                          std::to_string(d.where.line) + " " + std::string(to_string(d.code)));
       out.detail += "  " + d.str() + "\n";
     }
   }
-  std::sort(out.lines.begin(), out.lines.end(), [](const std::string& a, const std::string& b) {
-    const int la = std::stoi(a), lb = std::stoi(b);
-    return la != lb ? la < lb : a < b;
-  });
+  std::sort(out.lines.begin(), out.lines.end(), by_file_and_line);
   return out;
 }
 
@@ -81,7 +98,8 @@ TEST(CheckCorpus, EveryScriptGivesExactlyItsExpectedDiagnostics) {
   for (const auto& script : scripts) {
     const fs::path expected = fs::path(script).replace_extension(".expected");
     ASSERT_TRUE(fs::exists(expected)) << expected;
-    const auto want = expected_lines(expected);
+    auto want = expected_lines(expected);
+    std::sort(want.begin(), want.end(), by_file_and_line);
     const Outcome got = run_check(script);
     EXPECT_EQ(got.lines, want) << script.filename() << ":\n" << got.detail;
     clean += want.empty();

@@ -40,7 +40,19 @@ struct Override {
   SourceLocation where;
   bool unresolved = false;
   std::string why;
+  UnresolvedKind kind = UnresolvedKind::kNone;
 };
+
+// Keys whose value only names something (the run, where its outputs go): nothing is checked
+// against them, so a value known only at run time is a note, not a warning.
+bool is_name_key(const std::string& key) {
+  for (const char* k :
+       {"trainer.project_name", "trainer.experiment_name", "trainer.default_local_dir",
+        "trainer.default_hdfs_dir", "trainer.rollout_data_dir", "trainer.validation_data_dir"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
 
 // verl's PPO/GRPO trainer and the recipes built on it (main_generation, main_eval and the SFT
 // trainer have other configs and are not checked).
@@ -117,7 +129,9 @@ class RunChecker {
         env_(env) {}
 
   Result<CheckedRun> run() {
+    run_.file = cmd_.file.empty() ? script_.file : cmd_.file;
     run_.line = cmd_.line;
+    run_.conditions = cmd_.conditions;
     run_.entry_point = cmd_.words[entry_].text;
     read_overrides();
     check_keys_and_values();
@@ -129,17 +143,27 @@ class RunChecker {
       if (options_.memory) check_memory();
     }
     check_environment();
+    // The script's own lines first, then those of the files it sources.
     std::stable_sort(run_.diagnostics.begin(), run_.diagnostics.end(),
-                     [](const Diagnostic& a, const Diagnostic& b) {
+                     [&](const Diagnostic& a, const Diagnostic& b) {
+                       const bool a_other = a.where.file != script_.file;
+                       const bool b_other = b.where.file != script_.file;
+                       if (a_other != b_other) return b_other;
+                       if (a.where.file != b.where.file) return a.where.file < b.where.file;
                        if (a.where.line != b.where.line) return a.where.line < b.where.line;
+                       if (a.where.column != b.where.column) return a.where.column < b.where.column;
                        return to_string(a.code) < to_string(b.code);
                      });
     return run_;
   }
 
  private:
-  SourceLocation at(const ShellWord& w) const { return {script_.file, w.line, w.column}; }
-  SourceLocation command_location() const { return {script_.file, cmd_.line, 0}; }
+  SourceLocation at(const ShellWord& w) const {
+    return {w.file.empty() ? script_.file : w.file, w.line, w.column};
+  }
+  SourceLocation command_location() const {
+    return {cmd_.file.empty() ? script_.file : cmd_.file, cmd_.line, 0};
+  }
 
   void add(DiagCode code, const std::string& setting, std::string message, std::string hint,
            SourceLocation where, std::optional<Severity> severity = std::nullopt) {
@@ -147,7 +171,9 @@ class RunChecker {
     if (severity) d.severity = *severity;
     // One finding per (code, line): the engines' rules can trip twice over one setting.
     for (const auto& e : run_.diagnostics) {
-      if (e.code == d.code && e.where.line == d.where.line && e.setting == d.setting) return;
+      if (e.code == d.code && e.where.line == d.where.line && e.where.file == d.where.file &&
+          e.setting == d.setting)
+        return;
     }
     run_.diagnostics.push_back(std::move(d));
   }
@@ -175,6 +201,16 @@ class RunChecker {
         continue;
       }
       if (t.empty() || t[0] == '-') continue;  // other Hydra flags (--multirun, ...)
+      if (w.unresolved && t.find('=') == std::string::npos && t[0] != '~') {
+        // Words the reader could not expand ($EXTRA_ARGS unset, set in undecidable branches):
+        // they may hold overrides that are not checked.
+        add(DiagCode::kUnresolved, t,
+            "the words of " + t + " are not known statically (" + w.unresolved_why +
+                "): any overrides in them are not checked",
+            "set the variable in the script, or pass the overrides literally", at(w),
+            Severity::kInfo);
+        continue;
+      }
       Override o;
       std::string body = t;
       for (const char* p : {"++", "+", "~"}) {
@@ -191,6 +227,7 @@ class RunChecker {
       o.where = at(w);
       o.unresolved = w.unresolved;
       o.why = w.unresolved_why;
+      o.kind = w.unresolved_kind;
       if (o.key.empty()) continue;
       overrides_.push_back(o);
       by_key_[o.key] = overrides_.size() - 1;
@@ -268,8 +305,14 @@ class RunChecker {
             o.where);
       }
       if (o.unresolved) {
+        // A run-time value ($(date ...), $RANDOM) in a value that is only a name is expected.
+        const bool note =
+            o.kind != UnresolvedKind::kMixed && is_name_key(o.key) &&
+            (o.kind == UnresolvedKind::kCommandSubstitution || o.kind == UnresolvedKind::kRunTime);
         add(DiagCode::kUnresolved, o.key, o.key + " cannot be resolved statically: " + o.why,
-            "give the value literally or with a default (${VAR:-value})", o.where);
+            note ? "nothing is checked against it; this is a note"
+                 : "give the value literally or with a default (${VAR:-value})",
+            o.where, note ? std::optional<Severity>(Severity::kInfo) : std::nullopt);
       }
     }
   }
@@ -744,26 +787,13 @@ Result<CheckReport> check_script(const ParsedScript& script, const ConfigSchema&
                                  const SourceProvider& provider, const CheckOptions& options) {
   CheckReport report;
   report.file = script.file;
-  // Exported variables as they stand when each command runs.
-  std::map<std::string, ShellAssignment> exported;
-  std::size_t next_assignment = 0;
+  report.notes = script.notes;
   for (const auto& cmd : script.commands) {
-    // Replay the exports up to this command.
-    while (next_assignment < script.assignments.size() &&
-           script.assignments[next_assignment].value.line <= cmd.line) {
-      const auto& a = script.assignments[next_assignment++];
-      if (a.exported &&
-          std::find_if(cmd.prefix.begin(), cmd.prefix.end(), [&](const ShellAssignment& p) {
-            return p.name == a.name && p.value.line == a.value.line;
-          }) == cmd.prefix.end()) {
-        exported[a.name] = a;
-      } else if (exported.count(a.name) > 0 && !a.exported) {
-        exported[a.name] = ShellAssignment{a.name, a.value, true};
-      }
-    }
     for (std::size_t i = 0; i < cmd.words.size(); ++i) {
       if (!is_entry_point(cmd.words[i].text)) continue;
-      std::map<std::string, ShellAssignment> env = exported;
+      // The exported variables as the command starts, and its own prefix.
+      std::map<std::string, ShellAssignment> env;
+      if (cmd.exported) env = *cmd.exported;
       for (const auto& p : cmd.prefix) env[p.name] = p;
       RunChecker checker(script, cmd, i, schema, provider, options, env);
       GRPO_TRY(CheckedRun run, checker.run());

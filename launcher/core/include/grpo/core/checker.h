@@ -31,6 +31,7 @@ inline constexpr const char* kDefaultCheckProfile = "a100x8";
 
 // One verl command found in a script, and what the checker made of it.
 struct CheckedRun {
+  std::string file;         // the file the command is written in (the script or one it sources)
   std::uint32_t line = 0;   // where the command starts
   std::string entry_point;  // "verl.trainer.main_ppo"
   std::string strategy;     // "megatron" or "fsdp"
@@ -41,14 +42,17 @@ struct CheckedRun {
   int gpus_per_node = 0;
   Layout layout;
   std::optional<MemoryEstimate> memory;
-  std::size_t overrides = 0;            // how many Hydra overrides were read
-  bool passes_args = false;             // the command forwards "$@"
+  std::size_t overrides = 0;  // how many Hydra overrides were read
+  bool passes_args = false;   // the command forwards "$@"
+  // Undecidable tests and loops around the command (it may not run, or run more than once).
+  std::vector<std::string> conditions;
   std::vector<Diagnostic> diagnostics;  // sorted by line, then code
 };
 
 struct CheckReport {
   std::string file;
   std::vector<CheckedRun> runs;
+  std::vector<std::string> notes;  // what the script reader did not follow (ParsedScript::notes)
   std::size_t errors() const;
   std::size_t warnings() const;
 };

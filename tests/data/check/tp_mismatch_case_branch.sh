@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Modeled on verl examples/grpo_trainer/run_qwen2-7b_math_megatron.sh (Megatron actor + reference,
+# GSM8K + MATH, 1 node x 8 GPUs). REF_MODE (default "sharded") selects the reference model's
+# layout in a case statement; the reader decides the case from the default.
+# Planted: the "sharded" arm gives the reference tensor_model_parallel_size=4 (line 24) while the
+# actor uses 2. verl builds Megatron's process groups once, from the actor's sizes, so the reference
+# must use the same TP. The override comes from a variable expanded unquoted, so the finding points
+# at the line in the case arm where it is written.
+# Expected: TP_MISMATCH at line 24; nothing else.
+set -x
+
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+
+REF_MODE=${REF_MODE:-sharded}
+ACTOR_TP=2
+
+train_files="['$HOME/data/gsm8k/train.parquet', '$HOME/data/math/train.parquet']"
+test_files="['$HOME/data/gsm8k/test.parquet', '$HOME/data/math/test.parquet']"
+
+case "$REF_MODE" in
+    same)
+        REF_ARGS="actor_rollout_ref.ref.megatron.tensor_model_parallel_size=$ACTOR_TP" ;;
+    sharded)
+        REF_ARGS="actor_rollout_ref.ref.megatron.tensor_model_parallel_size=4" ;;
+    *)
+        REF_ARGS="" ;;
+esac
+
+python3 -m verl.trainer.main_ppo --config-path=config \
+    --config-name='ppo_megatron_trainer.yaml'\
+    algorithm.adv_estimator=grpo \
+    data.train_files="$train_files" \
+    data.val_files="$test_files" \
+    data.train_batch_size=512 \
+    data.max_prompt_length=1024 \
+    data.max_response_length=1024 \
+    data.filter_overlong_prompts=True \
+    data.truncation='error' \
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct \
+    actor_rollout_ref.actor.optim.lr=1e-6 \
+    actor_rollout_ref.actor.ppo_mini_batch_size=128 \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 \
+    actor_rollout_ref.actor.megatron.tensor_model_parallel_size=$ACTOR_TP \
+    actor_rollout_ref.actor.megatron.param_offload=True \
+    actor_rollout_ref.actor.megatron.grad_offload=True \
+    actor_rollout_ref.actor.megatron.optimizer_offload=True \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.actor.entropy_coeff=0 \
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
+    actor_rollout_ref.rollout.n=5 \
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.ref.megatron.pipeline_model_parallel_size=2 \
+    $REF_ARGS \
+    actor_rollout_ref.ref.megatron.param_offload=True \
+    algorithm.use_kl_in_reward=False \
+    trainer.critic_warmup=0 \
+    trainer.logger='["console","wandb"]' \
+    trainer.project_name='verl_grpo_example_gsm8k_math' \
+    trainer.experiment_name="qwen2_5_7b_megatron_ref_${REF_MODE}" \
+    trainer.n_gpus_per_node=8 \
+    trainer.nnodes=1 \
+    trainer.save_freq=20 \
+    trainer.test_freq=5 \
+    trainer.total_epochs=15 $@
