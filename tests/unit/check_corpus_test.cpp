@@ -17,12 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const ConfigSchema& schema() {
-  static const ConfigSchema s =
-      io::load_config_schema_from(std::filesystem::path(GRPO_SOURCE_DIR) / "data" / "schema")
-          .value();
-  return s;
-}
+using test::schema;
 
 // Orders "12 CODE" lines by number, those of the script before "file:12 CODE" lines.
 bool by_file_and_line(const std::string& a, const std::string& b) {

@@ -403,7 +403,7 @@ TEST(ShellConstructs, BashAgrees) {
 }
 
 TEST(ShellConstructs, RunTimeNamesAreNotesInTheChecker) {
-  static const ConfigSchema schema = io::load_config_schema({}).value();
+  const ConfigSchema& schema = test::schema();
   const auto s = read(
       "NAME=qwen_$(date +%Y%m%d)\n"
       "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct \\\n"

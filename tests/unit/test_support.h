@@ -24,6 +24,13 @@ inline const io::DirectorySourceProvider& shipped() {
   return provider;
 }
 
+// The checker's key lists as shipped in data/schema.
+inline const core::ConfigSchema& schema() {
+  static const core::ConfigSchema s =
+      io::load_config_schema_from(source_dir() / "data" / "schema").value();
+  return s;
+}
+
 inline core::ModelSpec model(const std::string& name) {
   auto m = core::load_model(shipped(), name);
   if (!m.ok()) ADD_FAILURE() << m.error().str();
