@@ -31,7 +31,10 @@ std::string layout_line(const core::CheckedRun& r) {
         " CP=" + std::to_string(d.cp) + " DP=" + std::to_string(d.dp);
     if (d.ep > 1 || d.etp > 1) s += " EP=" + std::to_string(d.ep) + " ETP=" + std::to_string(d.etp);
   } else {
-    s = "FSDP over " + std::to_string(d.dp) + " ranks";
+    s = "FSDP over " + std::to_string(d.world_size()) + " ranks";
+    if (d.cp > 1) {
+      s += " (Ulysses " + std::to_string(d.cp) + ", data-parallel " + std::to_string(d.dp) + ")";
+    }
   }
   return s + ", rollout TP=" + std::to_string(r.layout.rollout_tp);
 }
@@ -58,7 +61,9 @@ void print_text(const core::CheckReport& report) {
               << (run.model.empty() ? "unknown" : run.model) << "; " << run.nodes << " x "
               << run.gpus_per_node << " devices of " << run.profile
               << (run.profile_is_default ? " (default hardware: pass --profile)" : "") << "; "
-              << layout_line(run)
+              << layout_line(run) << "; rules of verl " << run.engines.verl.str()
+              << ", Megatron-Core " << run.engines.megatron.str() << ", vLLM "
+              << run.engines.vllm.str()
               << (run.passes_args ? "; arguments passed as $@ are not checked" : "") << "\n";
     if (run.memory) {
       const auto& m = *run.memory;
@@ -100,6 +105,7 @@ nlohmann::json run_json(const core::CheckedRun& r) {
                       {"profile_is_default", r.profile_is_default},
                       {"nodes", r.nodes},
                       {"gpus_per_node", r.gpus_per_node},
+                      {"engines", r.engines.str()},
                       {"overrides", r.overrides},
                       {"passes_args", r.passes_args},
                       {"conditions", r.conditions},
@@ -132,6 +138,14 @@ int cmd_check(const GlobalArgs& global, const CheckArgs& args) {
   options.data_types = !any || args.data_types;
   options.profile = args.profile;
   options.model = args.model;
+  if (!args.engines.empty()) {
+    auto engines = core::parse_engine_versions(args.engines);
+    if (!engines.ok()) {
+      print_error(engines.error().str());
+      return kExitInput;
+    }
+    options.engines = engines.value();
+  }
   for (const auto& s : args.sets) {
     auto o = core::parse_override(s);
     if (!o.ok()) {

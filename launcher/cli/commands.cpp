@@ -46,6 +46,9 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));
+  if (!args.engines.empty()) {
+    GRPO_TRY(request.engines, core::parse_engine_versions(args.engines));
+  }
   request.alternatives = args.alternatives;
   return core::make_plan(request);
 }

@@ -19,6 +19,7 @@ struct PlanArgs {
   std::string profile;
   std::string model;
   std::vector<std::string> sets;  // "key=value"
+  std::string engines;            // --engines "verl=0.7,megatron=0.15,vllm=0.12" (empty: defaults)
   std::string format = "text";
   int alternatives = 3;
   bool dry_run = false;
@@ -29,6 +30,7 @@ struct CheckArgs {
   std::string profile;
   std::string model;
   std::vector<std::string> sets;
+  std::string engines;  // --engines
   bool parallel = false;
   bool memory = false;
   bool data_types = false;

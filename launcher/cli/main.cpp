@@ -28,6 +28,10 @@ void add_plan_options(CLI::App* app, PlanArgs& args, bool required) {
          "Override a profile field (device.memory_gib=40, grpo.rollout_n=8) or fix a layout "
          "setting (tp=4, pp=2, ep=8, micro_batch=2, rollout_tp=4, recompute=full, ...)")
       ->type_name("KEY=VALUE");
+  app->add_option("--engines", args.engines,
+                  "Engine versions whose rules apply (default verl=0.7,megatron=0.15,vllm=0.12, "
+                  "what verl 0.7 pins)")
+      ->type_name("verl=V,megatron=V,vllm=V");
   app->add_option("--format,-f", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}));
   app->add_option("--alternatives", args.alternatives, "How many runner-up layouts to show")
@@ -137,6 +141,11 @@ int main(int argc, char** argv) {
                       "Model spec (default: from actor_rollout_ref.model.path)");
     check->add_option("--set,-s", check_args.sets, "Override a hardware profile field")
         ->type_name("KEY=VALUE");
+    check
+        ->add_option("--engines", check_args.engines,
+                     "Engine versions whose rules apply (default verl=0.7,megatron=0.15,"
+                     "vllm=0.12, what verl 0.7 pins)")
+        ->type_name("verl=V,megatron=V,vllm=V");
     check->add_flag("--check-parallel", check_args.parallel,
                     "Parallel sizes, batch sizes, consistency");
     check->add_flag("--check-memory", check_args.memory, "Memory estimate per phase (OOM_RISK)");

@@ -80,6 +80,17 @@ expect 2 "bad layout --set" -- plan -p a100x8 -m qwen3-30b-moe --set tp=two
 one_line_error "--set tp=two"
 expect 2 "profile file path" -- plan -p "$tmp/missing.toml" -m qwen3-30b-moe
 one_line_error "no such cluster profile file"
+expect 2 "bad --engines part" -- plan -p a100x8 -m qwen3-30b-moe --engines verl=0.7,megatron=0.x
+one_line_error "--engines: 'megatron=0.x'"
+expect 2 "unknown engine" -- check "$src/tests/data/check/tp_mismatch.sh" --engines sglang=0.5
+one_line_error "unknown engine 'sglang'"
+
+# Versioned rules: TP=8 on Qwen3-30B-A3B's 4 KV heads is legal from Megatron-Core 0.16 only.
+expect 1 "KV rule of core 0.15" -- plan -p a100x8 -m qwen3-30b-moe --set tp=8
+stdout_has "KV_HEADS_NOT_DIVISIBLE"
+expect 0 "KV rule of core 0.16" -- plan -p a100x8 -m qwen3-30b-moe --set tp=8 --engines megatron=0.16
+expect 0 "check names the versions" -- check "$src/tests/data/check/clean_kv_heads_megatron_0_16.sh" --engines megatron=0.16
+stdout_has "rules of verl 0.7, Megatron-Core 0.16, vLLM 0.12"
 
 # check: verl scripts read statically (docs/check.md), findings at file:line:col, also in a
 # sourced file; parse errors are one line with the place.

@@ -2,12 +2,14 @@
 // the script's .expected file exactly: planted errors found at their lines, clean scripts silent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "grpo/core/checker.h"
+#include "grpo/core/engine_versions.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "test_support.h"
@@ -32,21 +34,38 @@ bool by_file_and_line(const std::string& a, const std::string& b) {
 }
 
 struct Outcome {
-  std::vector<std::string> lines;  // "12 TP_MISMATCH", or "EXIT 2"
+  std::vector<std::string> lines;  // "12 TP_MISMATCH warning", "x.bash:3 TP_MISMATCH error", "EXIT 2"
   std::string detail;
 };
 
+// Reads NAME.args: --profile / -p, --model / -m, --engines, --check-parallel, --check-memory,
+// --check-data-types (as on the command line; without a --check-* flag all groups run).
 Outcome run_check(const fs::path& script) {
   Outcome out;
   CheckOptions options;
   const fs::path args = fs::path(script).replace_extension(".args");
   if (fs::exists(args)) {
     std::istringstream in(test::read_text(args));
+    bool parallel = false, memory = false, data_types = false;
     for (std::string a; in >> a;) {
+      if (a == "--check-parallel") parallel = true;
+      if (a == "--check-memory") memory = true;
+      if (a == "--check-data-types") data_types = true;
+      if (a.rfind("--check-", 0) == 0) continue;
       std::string v;
       in >> v;
       if (a == "--profile" || a == "-p") options.profile = v;
       if (a == "--model" || a == "-m") options.model = v;
+      if (a == "--engines") {
+        auto e = parse_engine_versions(v);
+        if (!e.ok()) return {{"BAD ARGS"}, e.error().str()};
+        options.engines = e.value();
+      }
+    }
+    if (parallel || memory || data_types) {
+      options.parallel = parallel;
+      options.memory = memory;
+      options.data_types = data_types;
     }
   }
   auto text = io::read_file(script);
@@ -63,7 +82,8 @@ Outcome run_check(const fs::path& script) {
       // A finding in a sourced file is "<file name>:<line> CODE".
       const std::string file = fs::path(d.where.file).filename().string();
       out.lines.push_back((file == script.filename().string() ? "" : file + ":") +
-                          std::to_string(d.where.line) + " " + std::string(to_string(d.code)));
+                          std::to_string(d.where.line) + " " + std::string(to_string(d.code)) +
+                          " " + std::string(to_string(d.severity)));
       out.detail += "  " + d.str() + "\n";
     }
   }
@@ -71,6 +91,7 @@ Outcome run_check(const fs::path& script) {
   return out;
 }
 
+// NAME.expected: "[file:]<line> <CODE>" or "[file:]<line> <CODE> <severity>" per line.
 std::vector<std::string> expected_lines(const fs::path& file) {
   std::vector<std::string> out;
   std::istringstream in(test::read_text(file));
@@ -79,6 +100,18 @@ std::vector<std::string> expected_lines(const fs::path& file) {
     if (!l.empty() && l[0] != '#') out.push_back(l);
   }
   return out;
+}
+
+// Drops the severity from `got` where the expectation does not give one.
+std::vector<std::string> as_expected(std::vector<std::string> got,
+                                     const std::vector<std::string>& want) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i].rfind("EXIT", 0) == 0) continue;
+    const bool want_severity =
+        i < want.size() && std::count(want[i].begin(), want[i].end(), ' ') >= 2;
+    if (!want_severity) got[i] = got[i].substr(0, got[i].rfind(' '));
+  }
+  return got;
 }
 
 TEST(CheckCorpus, EveryScriptGivesExactlyItsExpectedDiagnostics) {
@@ -96,7 +129,7 @@ TEST(CheckCorpus, EveryScriptGivesExactlyItsExpectedDiagnostics) {
     auto want = expected_lines(expected);
     std::sort(want.begin(), want.end(), by_file_and_line);
     const Outcome got = run_check(script);
-    EXPECT_EQ(got.lines, want) << script.filename() << ":\n" << got.detail;
+    EXPECT_EQ(as_expected(got.lines, want), want) << script.filename() << ":\n" << got.detail;
     clean += want.empty();
   }
   EXPECT_GE(clean, 5) << "the corpus needs clean scripts to show there are no false positives";

@@ -49,14 +49,16 @@ TEST(Diagnostics, LegalLayoutHasNoFindings) {
 }
 
 TEST(Diagnostics, TpMismatch) {
+  // A warning: verl runs the reference in the actor's parallel state (engine_rules_test.cpp).
   Layout l = layout(2, 1, 4);
   l.ref_tp = 4;
   EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kTpMismatch));
+  EXPECT_FALSE(has_errors(legality("qwen2.5-7b", "a100x8", l)));
   l.ref_tp = 2;
   EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", l), DiagCode::kTpMismatch));
-  // Through the planner: a fixed reference TP that differs from the fixed actor TP.
+  // Through the planner: the plan stands and reports it.
   const Plan p = plan_with("qwen2.5-7b", "a100x8", {"tp=2", "ref_tp=4"});
-  EXPECT_FALSE(plan_ok(p));
+  EXPECT_TRUE(plan_ok(p));
   EXPECT_TRUE(has(p.diagnostics, DiagCode::kTpMismatch));
 }
 
@@ -140,20 +142,14 @@ TEST(Diagnostics, TpCrossesNode) {
 }
 
 TEST(Diagnostics, GroupSplit) {
-  // 1024 prompts over DP=8 is fine; 100 prompts x 8 responses over DP=8 splits evenly by
-  // responses (verl accepts it) but puts parts of one group on different ranks.
-  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8)), DiagCode::kGroupSplit));
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
-                           {{"grpo.train_batch_size", "100"},
-                            {"grpo.ppo_mini_batch_size", "100"},
-                            {"grpo.rollout_n", "8"}}),
-                  DiagCode::kGroupSplit));
-  // The mini batch too: 1200 prompts in mini batches of 12 (x 2 responses) over DP=8.
-  EXPECT_TRUE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
-                           {{"grpo.train_batch_size", "1200"},
-                            {"grpo.ppo_mini_batch_size", "12"},
-                            {"grpo.rollout_n", "2"}}),
-                  DiagCode::kGroupSplit));
+  // Not a layout rule: verl computes the advantages on the driver, grouped by uid, so 100
+  // prompts x 8 responses over DP = 8 are legal (the checker reports GROUP_SPLIT only for verl's
+  // prefix grouper, check_corpus_test.cpp).
+  EXPECT_FALSE(has(legality("qwen2.5-7b", "a100x8", layout(1, 1, 8),
+                            {{"grpo.train_batch_size", "100"},
+                             {"grpo.ppo_mini_batch_size", "100"},
+                             {"grpo.rollout_n", "8"}}),
+                   DiagCode::kGroupSplit));
 }
 
 TEST(Diagnostics, BatchNotDivisible) {
@@ -212,11 +208,12 @@ TEST(Diagnostics, OomRiskAndNoFeasiblePlan) {
 
 TEST(Diagnostics, RolloutEngineThatCannotFitRaisesTheBudgetOrIsOomRisk) {
   // Qwen3-235B at rollout TP 8 needs 2 B x 235,093,634,560 / 8 = 54.7 GiB of weights per
-  // device: more than 0.6 x 80 GiB. The planner raises gpu_memory_utilization itself (its own fix)
-  // and says so in a note instead of refusing the cluster: 54.7 GiB / 80 GiB = 0.684, plus the
-  // engine's workspace and one sequence's KV cache (about 1 GiB): the next multiple of 0.05 is
-  // 0.70.
-  const Plan p = plan_with("qwen3-235b-moe", "a100-80g-x8", {});
+  // device: more than 0.6 x 80 GiB. (Left free, the planner takes rollout TP 16 over two nodes;
+  // engine_rules_test.cpp.) With TP 8 fixed, the planner raises gpu_memory_utilization itself
+  // (its own fix) and says so in a note instead of refusing the cluster: 54.7 GiB / 80 GiB =
+  // 0.684, plus the engine's workspace and one sequence's KV cache (about 1 GiB): the next
+  // multiple of 0.05 is 0.70.
+  const Plan p = plan_with("qwen3-235b-moe", "a100-80g-x8", {"rollout_tp=8"});
   EXPECT_TRUE(plan_ok(p));
   const auto it = std::find_if(p.diagnostics.begin(), p.diagnostics.end(), [](const Diagnostic& d) {
     return d.setting == "gpu_memory_utilization" && d.severity == Severity::kInfo;

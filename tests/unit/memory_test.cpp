@@ -258,7 +258,8 @@ TEST(Memory, FsdpByHand) {
                    6144.0 * 152'064 * 4 + 2048.0 * 152'064 * 7);
   // Ulysses SP 2 splits every sequence: half the tokens per device.
   Layout sp = fsdp_layout(8, 4);
-  sp.ulysses_sp = 2;
+  sp.dims.cp = 2;  // the FSDP layout carries the Ulysses size as its CP
+  sp.dims.dp = 4;
   w.entropy_chunking = false;
   EXPECT_DOUBLE_EQ(estimate_fsdp_memory(m, c, w, sp).training.bytes("logits"),
                    3.5 * 3072 * 152'064 * 4);

@@ -133,6 +133,10 @@ Status read_workload(TableReader& r, WorkloadSpec& w) {
   GRPO_TRY_STATUS(r.read_enum("dtype", dtype, kDtypes));
   w.dtype = pick<Dtype>(dtype, kDtypes);
   GRPO_TRY_STATUS(r.read("fused_logprob", w.fused_logprob));
+  GRPO_TRY_STATUS(r.read("remove_padding", w.remove_padding));
+  GRPO_TRY_STATUS(r.read_int("max_token_len_per_gpu", w.max_token_len_per_gpu, 0, 1 << 30));
+  GRPO_TRY_STATUS(r.read("entropy_chunking", w.entropy_chunking));
+  GRPO_TRY_STATUS(r.read("free_cache_engine", w.free_cache_engine));
   GRPO_TRY_STATUS(r.read_positive("achievable_mfu", w.achievable_mfu, false));
   if (w.achievable_mfu > 1.0) {
     return make_error(ErrorKind::kInvalidValue, r.path() + "achievable_mfu: must be at most 1.0",

@@ -25,6 +25,16 @@ const std::string kTc = A + "actor.megatron.override_transformer_config.";
 const std::string kOptim = A + "actor.optim.override_optimizer_config.";
 const std::string kRefTp = A + "ref.megatron.tensor_model_parallel_size";
 const std::string kRefPp = A + "ref.megatron.pipeline_model_parallel_size";
+const std::string kVpp = A + "actor.megatron.virtual_pipeline_model_parallel_size";
+const std::string kPipelineLayout = kTc + "pipeline_model_parallel_layout";
+const std::string kRemovePadding = A + "actor.megatron.use_remove_padding";
+const std::string kUlysses = A + "actor.ulysses_sequence_parallel_size";
+const std::string kRolloutDp = A + "rollout.data_parallel_size";
+const std::string kRolloutPp = A + "rollout.pipeline_model_parallel_size";
+const std::string kRolloutEp = A + "rollout.expert_parallel_size";
+const std::string kMmEncoderTpMode = A + "rollout.engine_kwargs.vllm.mm_encoder_tp_mode";
+const std::string kPrefixGrouper = A + "actor.use_prefix_grouper";
+const std::string kBalanceBatch = "trainer.balance_batch";
 const std::string kRolloutTp = A + "rollout.tensor_model_parallel_size";
 const std::string kMicro = A + "actor.ppo_micro_batch_size_per_gpu";
 const std::string kMini = A + "actor.ppo_mini_batch_size";
@@ -132,6 +142,7 @@ class RunChecker {
     run_.file = cmd_.file.empty() ? script_.file : cmd_.file;
     run_.line = cmd_.line;
     run_.conditions = cmd_.conditions;
+    run_.engines = options_.engines;
     run_.entry_point = cmd_.words[entry_].text;
     read_overrides();
     check_keys_and_values();
@@ -362,7 +373,9 @@ class RunChecker {
   // What decides the memory of the update besides the layout (docs/memory-model.md): how
   // micro batches are packed and capped, the log-prob path, LoRA, and the rollout engine's sleep.
   void read_memory_settings(WorkloadSpec& w) {
-    w.remove_padding = bool_setting(A + "model.use_remove_padding", true);
+    // verl's Megatron engine packs by actor.megatron.use_remove_padding, FSDP by the model's.
+    w.remove_padding = megatron_ ? bool_setting(kRemovePadding, true)
+                                 : bool_setting(A + "model.use_remove_padding", true);
     if (bool_setting(A + "actor.use_dynamic_bsz", false)) {
       w.max_token_len_per_gpu = int_setting(A + "actor.ppo_max_token_len_per_gpu", 16384);
       w.logprob_max_token_len_per_gpu =
@@ -446,6 +459,10 @@ class RunChecker {
       l.offload.cpu_optimizer = bool_setting(kOptim + "optimizer_cpu_offload", false);
       l.offload.cpu_optimizer_fraction = double_setting(kOptim + "optimizer_offload_fraction", 1.0);
       if (find(kRefTp) != nullptr) l.ref_tp = static_cast<int>(int_setting(kRefTp, l.dims.tp));
+      if (find(kRefPp) != nullptr) l.ref_pp = static_cast<int>(int_setting(kRefPp, l.dims.pp));
+      l.vpp = static_cast<int>(int_setting(kVpp, 0));
+      l.pipeline_layout = string_setting(kPipelineLayout, "");
+      if (lower(l.pipeline_layout) == "null") l.pipeline_layout.clear();
     } else {
       l.fsdp = true;
       l.offload.params = bool_setting(A + "actor.fsdp_config.param_offload", false);
@@ -453,11 +470,17 @@ class RunChecker {
       l.recompute = bool_setting(A + "model.enable_gradient_checkpointing", true)
                         ? Recompute::kFull
                         : Recompute::kNone;
-      l.ulysses_sp = static_cast<int>(int_setting(A + "actor.ulysses_sequence_parallel_size", 1));
+      // verl's FSDP worker: data-parallel size = world / Ulysses size (a (dp, sp) device mesh).
+      // The layout carries the Ulysses size as its CP; FSDP still shards over every rank.
+      l.dims.cp = static_cast<int>(int_setting(kUlysses, 1));
     }
     const int mp = l.dims.tp * l.dims.pp * l.dims.cp;
     l.dims.dp = mp > 0 && world % mp == 0 ? world / mp : 1;
     l.rollout_tp = static_cast<int>(int_setting(kRolloutTp, 2));
+    l.rollout_dp = static_cast<int>(int_setting(kRolloutDp, 1));
+    l.rollout_pp = static_cast<int>(int_setting(kRolloutPp, 1));
+    l.rollout_ep = static_cast<int>(int_setting(kRolloutEp, 1));
+    l.vision_data_parallel = lower(string_setting(kMmEncoderTpMode, "weights")) == "data";
     if (find(kMicro) != nullptr) {
       l.micro_batch = static_cast<int>(int_setting(kMicro, 1));
       micro_given_ = true;
@@ -470,6 +493,7 @@ class RunChecker {
 
   // Maps a planner setting name to the verl key that sets it.
   std::string key_for(const std::string& setting) const {
+    if (setting == "cp" && !megatron_) return kUlysses;
     static const std::map<std::string, std::string> keys = {
         {"tp", kTp},
         {"pp", kPp},
@@ -479,6 +503,10 @@ class RunChecker {
         {"dp", "trainer.n_gpus_per_node"},
         {"rollout_tp", kRolloutTp},
         {"ref_tp", kRefTp},
+        {"ref_pp", kRefPp},
+        {"vpp", kVpp},
+        {"pipeline_layout", kPipelineLayout},
+        {"remove_padding", kRemovePadding},
         {"micro_batch", kMicro},
         {"ppo_mini_batch_size", kMini},
         {"train_batch_size", kTrainBatch},
@@ -492,11 +520,19 @@ class RunChecker {
 
   void check_parallel() {
     const Layout& l = run_.layout;
-    for (Diagnostic d : check_legality(model_, cluster_, workload_, l)) {
+    for (Diagnostic d : check_legality(model_, cluster_, workload_, l, options_.engines)) {
       if (check_group(d.code) != "parallel") continue;
       if (d.setting == "micro_batch" && !micro_given_) continue;  // verl's default is dynamic
       std::string key = key_for(d.setting);
-      if (d.code == DiagCode::kWorldSizeMismatch && d.setting == "tp") {
+      if (d.code == DiagCode::kWorldSizeMismatch && d.setting == "tp" && !megatron_) {
+        // FSDP: only the Ulysses size can fail to divide the world.
+        key = kUlysses;
+        d.message = "world size " + std::to_string(cluster_.world_size()) +
+                    " is not divisible by the Ulysses size " + std::to_string(l.dims.cp) +
+                    " (verl's FSDP worker builds a (dp, sp) device mesh over every rank)";
+        d.hint = "use an ulysses_sequence_parallel_size dividing " +
+                 std::to_string(cluster_.world_size());
+      } else if (d.code == DiagCode::kWorldSizeMismatch && d.setting == "tp") {
         // TP x PP x CP does not divide the world: blame the size the script set that does not
         // divide it (else any size the script set).
         const int world = cluster_.world_size();
@@ -511,22 +547,26 @@ class RunChecker {
         }
         if (!any_set.empty()) key = any_set;
       }
+      if (d.setting == "rollout_tp" &&
+          (d.code == DiagCode::kWorldSizeMismatch || d.code == DiagCode::kTpCrossesNode) &&
+          (l.rollout_dp > 1 || l.rollout_pp > 1)) {
+        // A replica is TP x DP x PP: blame the rollout DP (or PP) the script set when the rollout
+        // TP alone would be fine.
+        const int world = cluster_.world_size();
+        const int gpn = cluster_.gpus_per_node;
+        const int rtp = l.rollout_tp;
+        const bool tp_alone_ok =
+            rtp > 0 && world % rtp == 0 && (rtp <= gpn ? gpn % rtp == 0 : rtp % gpn == 0);
+        const std::string& other = l.rollout_dp > 1 ? kRolloutDp : kRolloutPp;
+        if (tp_alone_ok && find(other) != nullptr) key = other;
+      }
       const Override* o = find(key);
       d.setting = key;
       d.where = o != nullptr ? o->where : command_location();
       if (o == nullptr) d.message += " (verl's default for " + key + ")";
       add(d.code, d.setting, d.message, d.hint, d.where, d.severity);
     }
-    if (megatron_ && find(kRefPp) != nullptr && find(kPp) != nullptr) {
-      const auto ref_pp = int_setting(kRefPp, l.dims.pp);
-      if (ref_pp != l.dims.pp) {
-        add(DiagCode::kTpMismatch, kRefPp,
-            "reference PP = " + std::to_string(ref_pp) +
-                " differs from actor PP = " + std::to_string(l.dims.pp),
-            "set the reference's pipeline_model_parallel_size to " + std::to_string(l.dims.pp),
-            find(kRefPp)->where);
-      }
-    }
+    check_group_split();
     if (!megatron_) {
       const auto sp = int_setting(A + "actor.ulysses_sequence_parallel_size", 1);
       if (sp > 1 && model_.num_attention_heads % sp != 0) {
@@ -537,6 +577,24 @@ class RunChecker {
             where_or_command(A + "actor.ulysses_sequence_parallel_size"));
       }
     }
+  }
+
+  // verl >= 0.8 with use_prefix_grouper and balance_batch keeps each prompt's responses on one
+  // rank and raises ValueError when the prompts do not divide over DP (ray_trainer.py
+  // _balance_batch). Otherwise a split group is fine: advantages are computed on the driver.
+  void check_group_split() {
+    const Layout& l = run_.layout;
+    if (options_.engines.verl < EngineVersion{0, 8, 0}) return;
+    if (!bool_setting(kPrefixGrouper, false) || !bool_setting(kBalanceBatch, true)) return;
+    const std::int64_t prompts = workload_.train_batch_size;
+    if (l.dims.dp < 1 || prompts % l.dims.dp == 0) return;
+    add(DiagCode::kGroupSplit, kTrainBatch,
+        std::to_string(prompts) + " prompts do not divide over DP = " + std::to_string(l.dims.dp) +
+            " ranks: with use_prefix_grouper and balance_batch verl keeps each prompt's "
+            "responses on one rank and raises ValueError",
+        "make data.train_batch_size a multiple of " + std::to_string(l.dims.dp) +
+            ", or turn use_prefix_grouper off",
+        where_or_command(kTrainBatch));
   }
 
   void check_data_types() {
@@ -708,12 +766,22 @@ class RunChecker {
       }
       if ((name == "CUDA_VISIBLE_DEVICES" || name == "ASCEND_RT_VISIBLE_DEVICES") &&
           !a.value.unresolved && !value.empty()) {
+        // verl asks Ray for n_gpus_per_node devices per node (one placement-group bundle
+        // each): extra visible devices stay idle; too few and the workers cannot be placed.
         const auto count = 1 + std::count(value.begin(), value.end(), ',');
-        if (count != run_.gpus_per_node) {
+        if (count < run_.gpus_per_node) {
           add(DiagCode::kEnvConflict, name,
               name + "=" + value + " exposes " + std::to_string(count) +
-                  " devices but trainer.n_gpus_per_node=" + std::to_string(run_.gpus_per_node),
+                  " devices but trainer.n_gpus_per_node=" + std::to_string(run_.gpus_per_node) +
+                  ": Ray cannot place that many workers per node",
               "make them agree", where);
+        } else if (count > run_.gpus_per_node) {
+          add(DiagCode::kEnvConflict, name,
+              name + "=" + value + " exposes " + std::to_string(count) +
+                  " devices; verl uses trainer.n_gpus_per_node=" +
+                  std::to_string(run_.gpus_per_node) + " of them and leaves the rest idle",
+              "raise n_gpus_per_node to use them, or list only the devices meant for this run",
+              where, Severity::kInfo);
         }
       }
     }

@@ -5,8 +5,9 @@ namespace grpo::core {
 const std::vector<DiagCodeInfo>& all_diag_codes() {
   using S = Severity;
   static const std::vector<DiagCodeInfo> codes = {
-      {DiagCode::kTpMismatch, "TP_MISMATCH", S::kError,
-       "actor, reference and rollout tensor-parallel sizes disagree where they must agree"},
+      {DiagCode::kTpMismatch, "TP_MISMATCH", S::kWarning,
+       "the reference's TP or PP differs from the actor's; verl runs the reference in the "
+       "actor's parallel state"},
       {DiagCode::kWorldSizeMismatch, "WORLD_SIZE_MISMATCH", S::kError,
        "the world size is not a multiple of TP x PP x CP, or differs from nodes x GPUs per node"},
       {DiagCode::kHeadsNotDivisible, "HEADS_NOT_DIVISIBLE", S::kError,
@@ -19,9 +20,10 @@ const std::vector<DiagCodeInfo>& all_diag_codes() {
       {DiagCode::kExpertsNotDivisible, "EXPERTS_NOT_DIVISIBLE", S::kError,
        "experts are not divisible by EP, or EP x ETP x PP does not divide the world size"},
       {DiagCode::kTpCrossesNode, "TP_CROSSES_NODE", S::kError,
-       "a tensor-parallel group would span nodes (TP must divide the GPUs per node)"},
+       "a TP or ETP group would span nodes, or a rollout replica would straddle nodes"},
       {DiagCode::kGroupSplit, "GROUP_SPLIT", S::kError,
-       "a GRPO group of rollout.n responses would be split across data-parallel ranks"},
+       "verl's prefix grouper (use_prefix_grouper with balance_batch) needs the prompts to divide "
+       "over the data-parallel ranks"},
       {DiagCode::kBatchNotDivisible, "BATCH_NOT_DIVISIBLE", S::kError,
        "batch sizes do not divide into mini batches, ranks and micro batches"},
       {DiagCode::kDtypeConflict, "DTYPE_CONFLICT", S::kError,
@@ -31,7 +33,7 @@ const std::vector<DiagCodeInfo>& all_diag_codes() {
       {DiagCode::kKvCacheShort, "KV_CACHE_SHORT", S::kWarning,
        "the rollout KV cache cannot hold every concurrent sequence (vLLM will preempt)"},
       {DiagCode::kEnvConflict, "ENV_CONFLICT", S::kError,
-       "an environment setting contradicts the plan or another setting"},
+       "an environment setting contradicts the plan or another setting (some only a note)"},
       {DiagCode::kEnvUnknown, "ENV_UNKNOWN", S::kWarning,
        "an NCCL_* / HCCL_* variable that the library does not document"},
       {DiagCode::kNoFeasiblePlan, "NO_FEASIBLE_PLAN", S::kError,

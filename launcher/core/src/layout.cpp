@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace grpo::core {
 namespace {
@@ -119,9 +122,96 @@ StageSplit split_stages(int layers, int pp, int first_given, int last_given,
 
 }  // namespace
 
+PipelineLayout parse_pipeline_layout(std::string_view text) {
+  PipelineLayout out;
+  constexpr std::size_t kMaxLength = 1 << 16;  // far beyond any real layout; guards "(t)*1e9"
+  auto digits_at = [](const std::string& s, std::size_t i) {
+    std::size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    return j;
+  };
+  // Append `piece` n times, unless that makes the string absurdly long.
+  auto repeat = [&](std::string& dst, const std::string& piece, const std::string& count) {
+    if (count.size() > 6 || piece.size() * std::stoul(count) + dst.size() > kMaxLength) {
+      out.error = "the layout unrolls to more than " + std::to_string(kMaxLength) + " characters";
+      return false;
+    }
+    for (unsigned long k = std::stoul(count); k > 0; --k) dst += piece;
+    return true;
+  };
+  std::string s;
+  for (char ch : text) {
+    if (ch != ',') s += ch;  // purely cosmetic commas
+  }
+  // re.sub(r'\(([^)]+)\)\*(\d+)', ...): a group up to the first ')' followed by "*n".
+  std::string unrolled;
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == '(') {
+      const std::size_t close = s.find(')', i + 1);
+      if (close != std::string::npos && close > i + 1 && close + 1 < s.size() &&
+          s[close + 1] == '*') {
+        const std::size_t end = digits_at(s, close + 2);
+        if (end > close + 2) {
+          if (!repeat(unrolled, s.substr(i + 1, close - i - 1),
+                      s.substr(close + 2, end - close - 2)))
+            return out;
+          i = end;
+          continue;
+        }
+      }
+    }
+    unrolled += s[i++];
+  }
+  // re.sub(r'(.)\*(\d+)', ...): one character followed by "*n".
+  s.clear();
+  for (std::size_t i = 0; i < unrolled.size();) {
+    if (i + 2 < unrolled.size() && unrolled[i + 1] == '*') {
+      const std::size_t end = digits_at(unrolled, i + 2);
+      if (end > i + 2) {
+        if (!repeat(s, std::string(1, unrolled[i]), unrolled.substr(i + 2, end - i - 2)))
+          return out;
+        i = end;
+        continue;
+      }
+    }
+    s += unrolled[i++];
+  }
+  std::string stage;
+  for (char ch : s) {
+    if (ch == '|') {
+      out.stages.push_back(stage);
+      stage.clear();
+    } else if (ch == 'E' || ch == 'L' || ch == 't' || ch == 'm') {
+      stage += ch;
+    } else if (out.error.empty()) {
+      out.error = std::string("invalid layer character '") + ch + "' (known: E, L, t, m)";
+    }
+  }
+  out.stages.push_back(stage);
+  return out;
+}
+
+int PipelineLayout::count(char layer) const {
+  int n = 0;
+  for (const auto& st : stages) n += static_cast<int>(std::count(st.begin(), st.end(), layer));
+  return n;
+}
+
 std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout) {
   const int pp = layout.dims.pp;
   const int layers = static_cast<int>(model.num_layers);
+  if (!layout.pipeline_layout.empty() && pp >= 1) {
+    // Megatron's PipelineParallelLayerLayout: stage i belongs to PP rank i % pp.
+    const PipelineLayout pl = parse_pipeline_layout(layout.pipeline_layout);
+    if (pl.error.empty() && pl.stages.size() % static_cast<std::size_t>(pp) == 0) {
+      std::vector<int> out(static_cast<std::size_t>(pp), 0);
+      for (std::size_t i = 0; i < pl.stages.size(); ++i) {
+        out[i % static_cast<std::size_t>(pp)] +=
+            static_cast<int>(std::count(pl.stages[i].begin(), pl.stages[i].end(), 't'));
+      }
+      return out;
+    }
+  }
   if (pp <= 1) return {layers};
   const StageSplit s = split_stages(layers, pp, layout.first_stage_layers, layout.last_stage_layers,
                                     layout.split_counts_embedding, layout.split_counts_loss);
@@ -208,8 +298,230 @@ Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::str
   return make_error(ErrorKind::kUnknownKey, "--set " + std::string(key) + ": not a layout key");
 }
 
+namespace {
+
+std::int64_t pad_to(std::int64_t v, std::int64_t multiple) {
+  return (v + multiple - 1) / multiple * multiple;
+}
+
+// Megatron-Core's rules on virtual pipeline stages (VPP) and on pipeline_model_parallel_layout
+// (docs/parallelism.md, V1-V3 and L1-L6). Appends to `out`.
+void check_virtual_pipeline(const ModelSpec& m, const Layout& l, const EngineVersions& e,
+                            std::vector<Diagnostic>& out) {
+  auto add = [&](DiagCode code, std::string setting, std::string msg, std::string hint) {
+    out.push_back(make_diag(code, std::move(setting), std::move(msg), std::move(hint)));
+  };
+  const int pp = l.dims.pp;
+  const int vpp = l.vpp;
+  const int layers = static_cast<int>(m.num_layers);
+  if (vpp > 0 && pp <= 1) {
+    add(DiagCode::kInvalidSetting, "vpp",
+        "virtual_pipeline_model_parallel_size = " + num(vpp) +
+            " with PP = 1: Megatron-Core raises RuntimeError (\"pipeline-model-parallel size "
+            "should be greater than 1 with interleaved schedule\")",
+        "remove virtual_pipeline_model_parallel_size or use PP > 1");
+  }
+  if (!l.pipeline_layout.empty()) {
+    if (e.megatron < EngineVersion{0, 13, 0}) {
+      add(DiagCode::kInvalidSetting, "pipeline_layout",
+          "pipeline_model_parallel_layout is new in Megatron-Core 0.13 (rules of megatron=" +
+              e.megatron.str() + ")",
+          "use num_layers_in_first/last_pipeline_stage, or Megatron-Core >= 0.13");
+      return;
+    }
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0 || l.split_counts_embedding ||
+        l.split_counts_loss) {
+      add(DiagCode::kInvalidSetting, "pipeline_layout",
+          "pipeline_model_parallel_layout cannot be set with num_layers_in_first/last_pipeline_"
+          "stage or account_for_embedding/loss_in_pipeline_split (Megatron-Core raises "
+          "ValueError)",
+          "keep only the layout");
+      return;
+    }
+    const PipelineLayout pl = parse_pipeline_layout(l.pipeline_layout);
+    if (!pl.error.empty()) {
+      add(DiagCode::kInvalidSetting, "pipeline_layout",
+          "pipeline_model_parallel_layout '" + l.pipeline_layout + "': " + pl.error,
+          "write stages of E (embedding), t (decoder layer), m (MTP layer) and L (loss) "
+          "separated by |");
+      return;
+    }
+    const int stages = static_cast<int>(pl.stages.size());
+    if (stages % pp != 0) {
+      add(DiagCode::kLayersNotDivisible, "pipeline_layout",
+          "pipeline_model_parallel_layout has " + num(stages) +
+              " stages, not a multiple of PP = " + num(pp),
+          "give PP x VPP stages (a multiple of " + num(pp) + ")");
+    } else {
+      const int derived = stages / pp;
+      if (vpp > 0 && vpp != derived) {
+        add(DiagCode::kInvalidSetting, "vpp",
+            "virtual_pipeline_model_parallel_size = " + num(vpp) + " conflicts with the layout's " +
+                num(stages) + " stages over PP = " + num(pp) + " (VPP " + num(derived) +
+                "; Megatron-Core asserts they agree)",
+            "set virtual_pipeline_model_parallel_size=" + num(derived) + " or leave it unset");
+      } else if (vpp == 0 && derived > 1) {
+        add(DiagCode::kInvalidSetting, "vpp",
+            "the layout has " + num(derived) + " stages per pipeline rank (VPP " + num(derived) +
+                ") but virtual_pipeline_model_parallel_size is not set: verl initializes "
+                "Megatron's parallel state from it and would build one model chunk per rank",
+            "set virtual_pipeline_model_parallel_size=" + num(derived));
+      }
+    }
+    std::string flat;
+    for (const auto& st : pl.stages) flat += st;
+    if (flat.empty() || flat.front() != 'E' || flat.back() != 'L' || pl.count('E') != 1 ||
+        pl.count('L') != 1) {
+      add(DiagCode::kInvalidSetting, "pipeline_layout",
+          "pipeline_model_parallel_layout must start with the embedding (E) and end with the loss "
+          "(L), each exactly once",
+          "write the layout as E...|...|...L");
+    }
+    if (pl.count('t') != layers) {
+      add(DiagCode::kLayersNotDivisible, "pipeline_layout",
+          "pipeline_model_parallel_layout places " + num(pl.count('t')) +
+              " decoder layers (t) but " + m.name + " has " + num(layers),
+          "place exactly " + num(layers) + " t's");
+    }
+    if (pl.count('m') != 0) {
+      add(DiagCode::kInvalidSetting, "pipeline_layout",
+          "pipeline_model_parallel_layout places " + num(pl.count('m')) + " MTP layers (m) but " +
+              m.name + " has none",
+          "remove the m's");
+    }
+    return;
+  }
+  if (vpp <= 0 || pp <= 1) return;
+  const StageSplit s = split_stages(layers, pp, l.first_stage_layers, l.last_stage_layers,
+                                    l.split_counts_embedding, l.split_counts_loss);
+  if (!s.ok) return;  // the split itself is reported (P2/P3)
+  std::vector<std::pair<std::string, int>> bad;
+  if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
+    // TransformerConfig.__post_init__, uneven PP: each given end count and the middle stages'
+    // count must be divisible by VPP.
+    const int middle_stages = pp - (l.first_stage_layers > 0) - (l.last_stage_layers > 0);
+    if (l.first_stage_layers > 0 && l.first_stage_layers % vpp != 0)
+      bad.emplace_back("first stage", l.first_stage_layers);
+    if (l.last_stage_layers > 0 && l.last_stage_layers % vpp != 0)
+      bad.emplace_back("last stage", l.last_stage_layers);
+    if (middle_stages > 0 && s.middle % vpp != 0) bad.emplace_back("other stages", s.middle);
+  } else {
+    // get_num_layers_to_build: (layers [+ embedding + loss]) / PP per rank, divisible by VPP.
+    const int per_rank =
+        (layers + (l.split_counts_embedding ? 1 : 0) + (l.split_counts_loss ? 1 : 0)) / pp;
+    if (per_rank % vpp != 0) bad.emplace_back("each stage", per_rank);
+  }
+  if (!bad.empty()) {
+    std::string list;
+    for (const auto& [what, n] : bad) list += (list.empty() ? "" : ", ") + what + " " + num(n);
+    add(DiagCode::kLayersNotDivisible, "vpp",
+        "layers per pipeline stage (" + list + ") are not divisible by VPP = " + num(vpp) +
+            ": each virtual stage must get a whole number of layers",
+        "use a VPP dividing every stage's layer count");
+  }
+}
+
+}  // namespace
+
+std::vector<Diagnostic> check_rollout_legality(const ModelSpec& m, const ClusterProfile& c,
+                                               const Layout& l, const EngineVersions& e) {
+  std::vector<Diagnostic> out;
+  auto add = [&](DiagCode code, std::string msg, std::string hint) {
+    out.push_back(make_diag(code, "rollout_tp", std::move(msg), std::move(hint)));
+  };
+  const int world = c.world_size();
+  const int gpn = c.gpus_per_node;
+  const int rtp = l.rollout_tp;
+  const int rdp = std::max(1, l.rollout_dp);
+  const int rpp = std::max(1, l.rollout_pp);
+  const std::int64_t replica = static_cast<std::int64_t>(rtp) * rdp * rpp;
+  // R1. verl _build_rollout: world_size % (rollout TP x DP x PP) == 0.
+  if (rtp < 1 || world % replica != 0) {
+    const bool plain = rdp == 1 && rpp == 1;
+    add(DiagCode::kWorldSizeMismatch,
+        (plain ? "rollout TP = " + num(rtp)
+               : "rollout TP x DP x PP = " + num(rtp) + " x " + num(rdp) + " x " + num(rpp) +
+                     " = " + num(replica)) +
+            " does not divide the world size " + num(world),
+        plain ? "use a rollout TP dividing " + num(world)
+              : "choose rollout TP, DP and PP whose product divides " + num(world));
+    return out;
+  }
+  // R2. verl RolloutReplica: a replica larger than a node spans whole nodes; a smaller one gets
+  // the next `replica` ranks, so it must divide the node to stay inside one.
+  if (replica <= gpn ? gpn % replica != 0 : replica % gpn != 0) {
+    add(DiagCode::kTpCrossesNode,
+        "a rollout replica of " + num(replica) + " devices (rollout TP x DP x PP) " +
+            (replica < gpn ? "does not divide the " + num(gpn) +
+                                 " devices per node, so some replica would straddle two nodes"
+                           : "does not span whole nodes of " + num(gpn) +
+                                 " devices (verl's RolloutReplica asserts world_size % "
+                                 "gpus_per_node == 0)"),
+        "use a rollout TP that divides " + num(gpn) + " or is a multiple of it");
+  }
+  // R3. vLLM ModelConfig.verify_with_parallel_config.
+  if (m.num_attention_heads % rtp != 0) {
+    add(DiagCode::kHeadsNotDivisible,
+        num(m.num_attention_heads) +
+            " attention heads are not divisible by rollout TP = " + num(rtp),
+        "use a rollout TP that divides " + num(m.num_attention_heads));
+  }
+  // R4. vLLM QKVParallelLinear: KV heads split, or replicated when rollout TP exceeds them.
+  const bool kv_ok = rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
+  if (!kv_ok) {
+    add(DiagCode::kKvHeadsNotDivisible,
+        num(m.num_kv_heads) +
+            " KV heads can be neither split nor replicated evenly over rollout "
+            "TP = " +
+            num(rtp),
+        "use a rollout TP that divides or is a multiple of " + num(m.num_kv_heads));
+  }
+  // R5. vLLM MergedColumnParallelLinear / RowParallelLinear: the dense and shared-expert FFN.
+  const std::int64_t shared = m.num_shared_experts * m.shared_expert_ffn_hidden_size;
+  for (const auto& [what, size] : {std::pair<std::string, std::int64_t>{
+                                       "FFN size", m.dense_layers() > 0 ? m.ffn_hidden_size : 0},
+                                   {"shared-expert FFN size", shared}}) {
+    if (size > 0 && size % rtp != 0) {
+      add(DiagCode::kInvalidSetting,
+          what + " " + num(size) + " is not divisible by rollout TP = " + num(rtp) +
+              " (vLLM splits the MLP over its TP ranks)",
+          "use a rollout TP that divides " + num(size));
+    }
+  }
+  // R6. vLLM VocabParallelEmbedding / ParallelLMHead: the vocabulary padded to 64, split by TP.
+  if (m.vocab_size > 0 && pad_to(m.vocab_size, 64) % rtp != 0) {
+    add(DiagCode::kInvalidSetting,
+        "vocabulary " + num(m.vocab_size) + " (padded to " + num(pad_to(m.vocab_size, 64)) +
+            ") is not divisible by rollout TP = " + num(rtp),
+        "use a rollout TP that divides " + num(pad_to(m.vocab_size, 64)));
+  }
+  // R7. vLLM FusedMoE: each expert's FFN split over TP, unless expert parallelism is on (verl
+  // passes enable_expert_parallel when rollout.expert_parallel_size > 1).
+  if (m.is_moe() && l.rollout_ep <= 1 && m.moe_ffn_hidden_size % rtp != 0) {
+    add(DiagCode::kInvalidSetting,
+        "expert FFN size " + num(m.moe_ffn_hidden_size) + " is not divisible by rollout TP = " +
+            num(rtp) + " (vLLM's fused MoE splits every expert over TP)",
+        "use a rollout TP that divides " + num(m.moe_ffn_hidden_size) +
+            ", or rollout.expert_parallel_size > 1");
+  }
+  // R8. vLLM vision towers (Qwen2.5-VL, Qwen3-VL): heads split over TP unless
+  // mm_encoder_tp_mode=data (vLLM >= 0.10.2) replicates the tower.
+  const bool data_mode = l.vision_data_parallel && e.vllm >= EngineVersion{0, 10, 2};
+  if (m.vision.present() && m.vision.num_heads > 0 && !data_mode && m.vision.num_heads % rtp != 0) {
+    add(DiagCode::kHeadsNotDivisible,
+        "the vision tower's " + num(m.vision.num_heads) +
+            " attention heads are not divisible by rollout TP = " + num(rtp),
+        e.vllm >= EngineVersion{0, 10, 2}
+            ? "use a rollout TP that divides " + num(m.vision.num_heads) +
+                  ", or engine_kwargs.vllm.mm_encoder_tp_mode=data"
+            : "use a rollout TP that divides " + num(m.vision.num_heads));
+  }
+  return out;
+}
+
 std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile& c,
-                                       const WorkloadSpec& w, const Layout& l) {
+                                       const WorkloadSpec& w, const Layout& l,
+                                       const EngineVersions& e) {
   std::vector<Diagnostic> out;
   const ParallelDims& d = l.dims;
   const int world = c.world_size();
@@ -242,19 +554,45 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
             "node)",
         "use a TP that divides " + num(gpn));
   }
-  // Heads: Megatron-Core asserts num_attention_heads % tp == 0 and num_query_groups % tp == 0.
+  // Heads: Megatron-Core TransformerConfig.__post_init__.
   if (m.num_attention_heads % d.tp != 0) {
     add(DiagCode::kHeadsNotDivisible, "tp",
         num(m.num_attention_heads) + " attention heads are not divisible by TP = " + num(d.tp),
         "use a TP that divides " + num(m.num_attention_heads));
   }
-  if (m.num_kv_heads % d.tp != 0) {
+  // Query groups: num_query_groups % tp == 0 through core 0.15; from 0.16 TP may also be a
+  // multiple of them (the KV heads are then replicated).
+  const bool kv_relaxed = e.megatron >= EngineVersion{0, 16, 0};
+  const bool kv_ok = m.num_kv_heads % d.tp == 0 ||
+                     (kv_relaxed && m.num_kv_heads > 0 && d.tp % m.num_kv_heads == 0);
+  if (!kv_ok) {
     add(DiagCode::kKvHeadsNotDivisible, "tp",
-        num(m.num_kv_heads) + " KV heads (query groups) are not divisible by TP = " + num(d.tp),
-        "use a TP that divides " + num(m.num_kv_heads));
+        num(m.num_kv_heads) + " KV heads (query groups) are not " +
+            (kv_relaxed ? "divisible by, nor a divisor of, " : "divisible by ") +
+            "TP = " + num(d.tp) + " (Megatron-Core " + e.megatron.str() + ")",
+        kv_relaxed ? "use a TP that divides or is a multiple of " + num(m.num_kv_heads)
+                   : "use a TP that divides " + num(m.num_kv_heads) +
+                         " (Megatron-Core >= 0.16 also accepts multiples)");
+  }
+  if (!l.fsdp) {
+    // Megatron's TE column/row-parallel linears divide the FFN by TP; its vocabulary-parallel
+    // embedding and output layer divide the vocabulary (verl's mbridge does not pad it).
+    const std::int64_t shared = m.num_shared_experts * m.shared_expert_ffn_hidden_size;
+    for (const auto& [what, size] : {std::pair<std::string, std::int64_t>{
+                                         "FFN size", m.dense_layers() > 0 ? m.ffn_hidden_size : 0},
+                                     {"shared-expert FFN size", shared},
+                                     {"vocabulary", m.vocab_size}}) {
+      if (size > 0 && size % d.tp != 0) {
+        add(DiagCode::kInvalidSetting, "tp",
+            what + " " + num(size) + " is not divisible by TP = " + num(d.tp),
+            "use a TP that divides " + num(size));
+      }
+    }
   }
   // Layers into stages (Megatron-Core: even split, or num_layers_in_first/last_pipeline_stage).
-  if (d.pp > m.num_layers) {
+  if (!l.pipeline_layout.empty() && !l.fsdp) {
+    // The layout replaces the split rules (get_num_layers_to_build reads it first).
+  } else if (d.pp > m.num_layers) {
     add(DiagCode::kLayersNotDivisible, "pp",
         "PP = " + num(d.pp) + " exceeds the " + num(m.num_layers) + " layers",
         "use PP <= " + num(m.num_layers));
@@ -289,6 +627,7 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
     add(DiagCode::kLayersNotDivisible, "first_stage_layers",
         "first/last stage layer counts are set but PP = 1", "remove them or use PP > 1");
   }
+  if (!l.fsdp) check_virtual_pipeline(m, l, e, out);
   // Experts (Megatron-Core: num_moe_experts % ep == 0; world % (etp*ep*pp) == 0).
   if (m.is_moe()) {
     if (m.num_experts % d.ep != 0) {
@@ -324,49 +663,44 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
         "turn sequence_parallel off or raise TP");
     out.back().severity = Severity::kWarning;
   }
-  if (m.is_moe() && d.ep > 1 && d.tp > 1 && !l.sequence_parallel) {
+  // MoE with TP > 1 needs sequence parallelism in training: MoELayer.forward raises ValueError
+  // in every core version; before 0.15 ModelParallelConfig already refuses EP > 1 and TP > 1.
+  if (m.is_moe() && d.tp > 1 && !l.sequence_parallel && !l.fsdp) {
+    const bool config_check = e.megatron < EngineVersion{0, 15, 0} && d.ep > 1;
     add(DiagCode::kInvalidSetting, "sequence_parallel",
-        "an MoE model with EP > 1 and TP > 1 needs sequence parallelism (Megatron-Core raises a "
-        "ValueError)",
+        config_check
+            ? "an MoE model with EP > 1 and TP > 1 needs sequence parallelism (Megatron-Core " +
+                  e.megatron.str() + "'s ModelParallelConfig raises ValueError)"
+            : "an MoE model with TP > 1 needs sequence parallelism in training (Megatron-Core's "
+              "MoELayer.forward raises ValueError at the first training step)",
         "turn sequence_parallel on");
   }
-  if (l.ref_tp > 0 && l.ref_tp != d.tp) {
-    add(DiagCode::kTpMismatch, "ref_tp",
-        "reference TP = " + num(l.ref_tp) + " differs from actor TP = " + num(d.tp),
-        "set the reference's tensor_model_parallel_size to " + num(d.tp));
-  }
-  // Rollout (vLLM): heads % tp == 0; KV heads divisible, or replicated when tp > kv heads.
-  const int rtp = l.rollout_tp;
-  if (rtp < 1 || world % rtp != 0) {
-    add(DiagCode::kWorldSizeMismatch, "rollout_tp",
-        "rollout TP = " + num(rtp) + " does not divide the world size " + num(world),
-        "use a rollout TP dividing " + num(world));
-  } else {
-    if (gpn % rtp != 0) {
-      add(DiagCode::kTpCrossesNode, "rollout_tp",
-          "rollout TP = " + num(rtp) + " does not divide the " + num(gpn) +
-              " devices per node (grpo-launch keeps rollout TP groups inside a node)",
-          "use a rollout TP that divides " + num(gpn));
-    }
-    if (m.num_attention_heads % rtp != 0) {
-      add(DiagCode::kHeadsNotDivisible, "rollout_tp",
-          num(m.num_attention_heads) +
-              " attention heads are not divisible by rollout TP = " + num(rtp),
-          "use a rollout TP that divides " + num(m.num_attention_heads));
-    }
-    const bool kv_ok =
-        rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
-    if (!kv_ok) {
-      add(DiagCode::kKvHeadsNotDivisible, "rollout_tp",
-          num(m.num_kv_heads) +
-              " KV heads can be neither split nor replicated evenly over rollout TP = " + num(rtp),
-          "use a rollout TP that divides or is a multiple of " + num(m.num_kv_heads));
+  // verl builds one Megatron parallel state per process from the actor's sizes; the
+  // reference model lives in it, so its own TP/PP do not give it another layout.
+  for (const auto& [name, ref, actor] :
+       {std::tuple<std::string, int, int>{"TP", l.ref_tp, d.tp}, {"PP", l.ref_pp, d.pp}}) {
+    if (ref > 0 && ref != actor) {
+      add(DiagCode::kTpMismatch, name == "TP" ? "ref_tp" : "ref_pp",
+          "reference " + name + " = " + num(ref) + " differs from actor " + name + " = " +
+              num(actor) +
+              ": verl builds one Megatron parallel state from the actor's sizes and runs the "
+              "reference in it",
+          "set the reference's size to " + num(actor) + " or remove it");
+      out.back().severity = Severity::kWarning;
     }
   }
+  // Context parallelism needs verl's packed (thd) input: the padded path asserts cp_size == 1.
+  if (!l.fsdp && d.cp > 1 && !w.remove_padding) {
+    add(DiagCode::kInvalidSetting, "remove_padding",
+        "CP = " + num(d.cp) +
+            " with use_remove_padding=False: verl's padded (bshd) input path asserts "
+            "\"Context parallel size without seq_pack is not supported\"",
+        "set use_remove_padding=True or CP = 1");
+  }
+  for (auto& dg : check_rollout_legality(m, c, l, e)) out.push_back(std::move(dg));
   // Batches. verl splits the responses (prompts x rollout.n) of a step and of each mini batch
-  // evenly over the DP ranks (DataProto.chunk asserts it). grpo-launch also keeps each GRPO
-  // group of rollout.n responses on one rank (GROUP_SPLIT): the embedded trainer computes group
-  // statistics locally, and verl's prefix grouping needs it.
+  // evenly over the DP ranks (DataProto.chunk asserts it). A GRPO group may be split across
+  // ranks: verl computes the advantages on the driver, grouped by uid.
   if (d.dp >= 1 && d.world_size() == world) {
     if (w.train_batch_size % w.ppo_mini_batch_size != 0) {
       add(DiagCode::kBatchNotDivisible, "ppo_mini_batch_size",
@@ -385,13 +719,6 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
                 num(prompts * w.rollout_n) +
                 " responses do not split evenly over DP = " + num(d.dp) + " ranks",
             "make " + name + " x rollout.n divisible by DP = " + num(d.dp));
-      } else if (prompts % d.dp != 0) {
-        whole = false;
-        add(DiagCode::kGroupSplit, name,
-            name + " " + num(prompts) + " prompts do not divide over DP = " + num(d.dp) +
-                " ranks, so a group of rollout.n = " + num(w.rollout_n) +
-                " responses would be split across ranks",
-            "use prompt batch sizes divisible by DP = " + num(d.dp));
       }
     }
     if (whole) {
@@ -401,6 +728,18 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
             num(per_rank) + " responses per rank per mini batch are not divisible by micro batch " +
                 num(l.micro_batch),
             "use a micro batch dividing " + num(per_rank));
+      } else if (!l.fsdp && l.vpp > 0 && d.pp > 1) {
+        // forward_backward_pipelining_with_interleaving: micro batches in groups of
+        // microbatch_group_size_per_vp_stage (default PP), at least one whole group.
+        const std::int64_t micro = per_rank / l.micro_batch;
+        if (micro < d.pp || micro % d.pp != 0) {
+          add(DiagCode::kBatchNotDivisible, "micro_batch",
+              num(micro) + " micro batches per mini batch (" + num(per_rank) +
+                  " responses / micro batch " + num(l.micro_batch) +
+                  ") with the interleaved schedule (VPP = " + num(l.vpp) +
+                  ") must be a multiple of PP = " + num(d.pp) + " and at least PP",
+              "choose a micro batch giving a multiple of " + num(d.pp) + " micro batches");
+        }
       }
     }
   }

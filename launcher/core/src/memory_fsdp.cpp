@@ -1,7 +1,8 @@
 // verl's FSDP strategy (docs/memory-model.md, "FSDP"): parameters, gradients and Adam states
 // sharded over every rank (ZeRO-3) with fp32 master weights; each layer's bf16 weights are
 // gathered while it runs (two layers in flight with prefetch). Ulysses sequence parallelism
-// splits every sequence over ulysses_sp ranks. With LoRA the frozen base weights are sharded in
+// splits every sequence over ulysses_sequence_parallel_size ranks (the FSDP layout carries it
+// as its CP). With LoRA the frozen base weights are sharded in
 // the model dtype and only the adapters have fp32 weights, gradients and Adam states.
 #include <algorithm>
 
@@ -46,7 +47,7 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
 
   // Activations and logits of one micro batch, each sequence split over the Ulysses group.
   // gradient checkpointing (verl's default) keeps each layer's input and recomputes one layer.
-  const memory_terms::TokenRange tokens = memory_terms::micro_batch_tokens(w, l, l.ulysses_sp);
+  const memory_terms::TokenRange tokens = memory_terms::micro_batch_tokens(w, l, l.dims.cp);
   const memory_terms::LayerActivation act = memory_terms::layer_activation_per_token(m, l);
   const LogprobPath path = memory_terms::logprob_path(w, false);
   const auto act_at = [&](double t) {

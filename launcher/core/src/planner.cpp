@@ -194,10 +194,21 @@ std::vector<Offload> offload_ladder(const LayoutConstraints& c) {
   return out;
 }
 
-bool rollout_tp_legal(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w, int rtp) {
-  const bool kv_ok = rtp <= m.num_kv_heads ? m.num_kv_heads % rtp == 0 : rtp % m.num_kv_heads == 0;
-  (void)w;
-  return c.gpus_per_node % rtp == 0 && m.num_attention_heads % rtp == 0 && kv_ok;
+// Rollout TPs to try: the divisors of a node (replicas inside one node) and the multiples of a
+// node that divide the world (verl >= 0.6 runs a replica over whole nodes).
+std::vector<int> rollout_tp_candidates(int world, int gpn) {
+  std::vector<int> out = divisors(gpn, gpn);
+  for (int k = 2; gpn > 0 && static_cast<std::int64_t>(k) * gpn <= world; ++k) {
+    if (world % (k * gpn) == 0) out.push_back(k * gpn);
+  }
+  return out;
+}
+
+bool rollout_tp_legal(const ModelSpec& m, const ClusterProfile& c, const EngineVersions& e,
+                      int rtp) {
+  Layout l;
+  l.rollout_tp = rtp;
+  return !has_errors(check_rollout_legality(m, c, l, e));
 }
 
 }  // namespace
@@ -212,6 +223,7 @@ Plan make_plan(const PlanRequest& req) {
   plan.cluster = req.cluster;
   plan.workload = req.cluster.grpo;
   plan.constraints = req.constraints;
+  plan.engines = req.engines;
   const ModelSpec& m = plan.model;
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
@@ -223,12 +235,13 @@ Plan make_plan(const PlanRequest& req) {
 
   // 1. The rollout engine: its TP does not interact with the actor layout (verl reshards the
   //    weights between them), so pick the fastest legal rollout TP whose weights fit the budget.
-  std::vector<int> rtps = k.rollout_tp ? std::vector<int>{*k.rollout_tp} : divisors(gpn, gpn);
+  std::vector<int> rtps =
+      k.rollout_tp ? std::vector<int>{*k.rollout_tp} : rollout_tp_candidates(world, gpn);
   int rollout_tp = 0;
   double rollout_s = std::numeric_limits<double>::infinity();
   RolloutMemory largest;  // the largest legal rollout TP, for the message when none fits
   for (int rtp : rtps) {
-    if (!k.rollout_tp && !rollout_tp_legal(m, c, w, rtp)) continue;
+    if (!k.rollout_tp && !rollout_tp_legal(m, c, req.engines, rtp)) continue;
     const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
     if (rtp >= largest.rollout_tp) largest = r;
     if (!r.weights_fit) continue;
@@ -314,7 +327,7 @@ Plan make_plan(const PlanRequest& req) {
               Layout l = base;
               l.micro_batch = mb;
               std::vector<Diagnostic> errors;
-              for (auto& dg : check_legality(m, c, w, l)) {
+              for (auto& dg : check_legality(m, c, w, l, req.engines)) {
                 if (dg.severity == Severity::kError) errors.push_back(std::move(dg));
               }
               if (!errors.empty()) {
@@ -373,7 +386,8 @@ Plan make_plan(const PlanRequest& req) {
             ? "raise rollout.gpu_memory_utilization to at least " +
                   format_fixed(std::ceil(r.utilization_needed * 100.0) / 100.0, 2) +
                   " and offload the actor during rollout"
-            : "the rollout engine needs more devices per replica than a node has"));
+            : "the rollout engine needs more devices per replica than the largest legal rollout "
+              "TP gives"));
   }
 
   const bool have_fit = !search.fitting.empty();
@@ -431,7 +445,7 @@ Plan make_plan(const PlanRequest& req) {
   for (const auto& d : plan.env.diagnostics) plan.diagnostics.push_back(d);
 
   // Findings about the winner that do not block it: the rules' warnings, then the plan's own.
-  for (const auto& d : check_legality(m, c, w, plan.best.layout)) {
+  for (const auto& d : check_legality(m, c, w, plan.best.layout, req.engines)) {
     if (d.severity != Severity::kError) plan.diagnostics.push_back(d);
   }
   const Layout& b = plan.best.layout;

@@ -1,10 +1,12 @@
 # Modeled on verl examples/grpo_trainer/run_qwen2_5-3b_gsm8k_grpo_lora.sh (Qwen2.5-3B-Instruct with
 # LoRA, FSDP, vLLM rollout), scaled from 2 GPUs to 1 node x 8 GPUs.
-# Planted: ppo_mini_batch_size=250 ("4 updates per step of 1000 prompts"). FSDP shards over all 8 ranks
-# (DP = 8); 1000 prompts split evenly (125 per rank) but a mini batch of 250 prompts
-# does not: 250 % 8 != 0. 1000 % 250 == 0, so the mini batches themselves are fine, and with n=8 the
-# responses still divide (2000 per mini batch, 250 per rank, micro batch 2).
-# Expected: GROUP_SPLIT at the mini batch line; nothing else (any micro-batch check passes).
+# Mini batch of 250 prompts ("4 updates per step of 1000 prompts") over DP = 8: 250 % 8 != 0, so
+# the 8 responses of some prompts land on different ranks. That is legal in verl: the 2000 responses
+# of a mini batch split evenly (250 per rank, micro batch 2), and GRPO advantages are computed on the
+# driver, grouped by uid. (This script used to be the planted GROUP_SPLIT case, a grpo-launch policy
+# that was wrong for verl; GROUP_SPLIT is now only verl's prefix-grouper error,
+# group_split_prefix_grouper.sh.)
+# Expected: clean.
 set -x
 
 python3 -m verl.trainer.main_ppo \

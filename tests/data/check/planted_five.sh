@@ -1,11 +1,11 @@
 # Modeled on verl examples/grpo_trainer/run_qwen2_5-7b_math_megatron_diff_tp.sh (Megatron actor TP=2 x
 # PP=2 with a reference model, vLLM rollout, GSM8K + MATH, 1 node x 8 A100-80GB).
-# A working script with exactly five planted errors, each of a different code:
+# A working script with five planted findings, each of a different code (four errors, one warning):
 #   1. CUDA_VISIBLE_DEVICES hides GPU 7 (7 devices) but n_gpus_per_node is still 8  -> ENV_CONFLICT
 #   2. algorithm.kl_ctrl.kl_coeff (the key is kl_coef)                               -> UNKNOWN_KEY
 #   3. ppo_mini_batch_size=384: 1024 prompts are not a whole number of mini batches  -> BATCH_NOT_DIVISIBLE
 #   4. rollout TP 8: Qwen2.5-7B's 28 heads do not divide by 8 (its 4 KV heads do)    -> HEADS_NOT_DIVISIBLE
-#   5. reference pipeline_model_parallel_size=1 while the actor uses 2               -> TP_MISMATCH
+#   5. reference pipeline_model_parallel_size=1 while the actor uses 2 (ignored)     -> TP_MISMATCH (warning)
 # Everything else is consistent: 384 is a multiple of DP = 2 and 384 x 5 / 2 = 960 responses per rank
 # divide by the micro batch 4; offload keeps memory well inside 80 GB.
 # Expected: exactly these five diagnostics, each at its line.

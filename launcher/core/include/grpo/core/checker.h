@@ -12,6 +12,7 @@
 #include "grpo/core/catalog.h"
 #include "grpo/core/config_schema.h"
 #include "grpo/core/diagnostic.h"
+#include "grpo/core/engine_versions.h"
 #include "grpo/core/layout.h"
 #include "grpo/core/memory.h"
 #include "grpo/core/shell_script.h"
@@ -25,6 +26,7 @@ struct CheckOptions {
   std::string profile;         // hardware profile; empty: kDefaultCheckProfile
   std::string model;           // model spec; empty: from actor_rollout_ref.model.path
   std::vector<Override> sets;  // --set overrides of the hardware profile
+  EngineVersions engines;      // --engines: whose rules apply (docs/parallelism.md)
 };
 
 inline constexpr const char* kDefaultCheckProfile = "a100x8";
@@ -37,6 +39,7 @@ struct CheckedRun {
   std::string strategy;     // "megatron" or "fsdp"
   std::string model;        // the model spec used ("" when unknown)
   std::string profile;      // the hardware profile used
+  EngineVersions engines;   // the engine versions whose rules were applied
   bool profile_is_default = false;
   int nodes = 0;
   int gpus_per_node = 0;

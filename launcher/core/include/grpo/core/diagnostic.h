@@ -12,14 +12,14 @@
 namespace grpo::core {
 
 enum class DiagCode {
-  kTpMismatch,           // actor / reference / rollout TP disagree where they must agree
+  kTpMismatch,           // reference TP / PP differ from the actor's (warning: verl ignores them)
   kWorldSizeMismatch,    // world size not divisible by the model-parallel size
   kHeadsNotDivisible,    // attention heads not divisible by TP (or rollout TP)
   kKvHeadsNotDivisible,  // KV heads not divisible by TP (or rollout TP not a multiple of them)
   kLayersNotDivisible,   // layers cannot be split into PP stages as configured
   kExpertsNotDivisible,  // experts not divisible by EP, or EP x ETP does not divide the world
-  kTpCrossesNode,        // a TP (or ETP, rollout TP) group would span nodes
-  kGroupSplit,           // a GRPO group of rollout.n responses would be split across DP ranks
+  kTpCrossesNode,        // a TP or ETP group would span nodes; a rollout replica straddles nodes
+  kGroupSplit,           // verl's prefix grouper needs the prompts to divide over DP ranks
   kBatchNotDivisible,    // batch sizes do not divide into mini / micro batches
   kDtypeConflict,        // contradictory or unsupported precision settings
   kOomRisk,              // the estimate exceeds device memory in some phase

@@ -9,6 +9,7 @@
 
 #include "grpo/core/cluster_profile.h"
 #include "grpo/core/diagnostic.h"
+#include "grpo/core/engine_versions.h"
 #include "grpo/core/glossary.h"
 #include "grpo/core/model_spec.h"
 #include "grpo/core/workload.h"
@@ -39,11 +40,14 @@ struct Layout {
   int micro_batch = 1;  // responses per GPU per micro batch (ppo_micro_batch_size_per_gpu)
   int rollout_tp = 1;   // vLLM tensor-parallel size
   int ref_tp = 0;       // reference model TP; 0 means "same as the actor"
+  int ref_pp = 0;       // reference model PP; 0 means "same as the actor"
+  int rollout_dp = 1;   // verl rollout.data_parallel_size (part of one rollout replica)
+  int rollout_pp = 1;   // verl rollout.pipeline_model_parallel_size
+  int rollout_ep = 1;   // verl rollout.expert_parallel_size (> 1: vLLM expert parallelism)
   Offload offload;
   Recompute recompute = Recompute::kNone;
   RecomputeMethod recompute_method = RecomputeMethod::kUniform;
   int recompute_layers = 1;  // Megatron recompute_num_layers
-  int ulysses_sp = 1;        // FSDP: ulysses_sequence_parallel_size (splits every sequence)
   bool sequence_parallel = false;
   bool distributed_optimizer = true;
   bool fsdp = false;           // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
@@ -51,10 +55,14 @@ struct Layout {
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
   bool split_counts_embedding = false;  // Megatron account_for_embedding_in_pipeline_split
   bool split_counts_loss = false;       // Megatron account_for_loss_in_pipeline_split
+  int vpp = 0;  // Megatron virtual_pipeline_model_parallel_size; 0 = not set (verl's null)
+  std::string pipeline_layout;        // Megatron pipeline_model_parallel_layout; empty = not set
+  bool vision_data_parallel = false;  // vLLM mm_encoder_tp_mode=data (vision tower replicated)
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-// Layer count of each pipeline stage (stage 0 first). Assumes the split is legal.
+// Layer count of each pipeline stage (stage 0 first). Assumes the split is legal. With a
+// pipeline_model_parallel_layout, each PP rank's decoder layers summed over its virtual stages.
 std::vector<int> stage_layers(const ModelSpec& model, const Layout& layout);
 
 // Values the user fixed with --set; everything unset is searched.
@@ -73,10 +81,29 @@ bool is_layout_key(std::string_view key);
 // Applies one layout --set (key must satisfy is_layout_key). Errors: kInvalidValue.
 Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::string_view value);
 
-// Every rule the layout breaks, as diagnostics (empty when legal). Memory is not checked here.
-// `setting_name` maps a layout key ("tp", "rollout_tp", ...) to the name shown in diagnostics.
+// Every rule the layout breaks, as diagnostics (empty when legal), under the rules of the given
+// engine versions (docs/parallelism.md). Memory is not checked here. Each diagnostic's `setting`
+// is a layout key ("tp", "rollout_tp", "vpp", "pipeline_layout", "micro_batch", ...).
 std::vector<Diagnostic> check_legality(const ModelSpec& model, const ClusterProfile& cluster,
-                                       const WorkloadSpec& workload, const Layout& layout);
+                                       const WorkloadSpec& workload, const Layout& layout,
+                                       const EngineVersions& engines = {});
+
+// The rollout engine's rules alone (R1-R8 in docs/parallelism.md): rollout TP x DP x PP against
+// the world and the nodes, heads, KV heads, FFN, vocabulary, expert FFN and vision heads against
+// rollout TP. check_legality includes them; the planner uses them to pick the rollout TP.
+std::vector<Diagnostic> check_rollout_legality(const ModelSpec& model,
+                                               const ClusterProfile& cluster, const Layout& layout,
+                                               const EngineVersions& engines = {});
+
+// Megatron-Core's pipeline_model_parallel_layout ("Ettt|(tt|)*29,m|L"), parsed as
+// PipelineParallelLayerLayout.parse_str_to_list does: commas dropped, "(...)*n" and "x*n"
+// unrolled, stages split at '|'. `error` is empty when every character is one of E, L, t, m.
+struct PipelineLayout {
+  std::string error;                // why the string is not a layout ("" when it is)
+  std::vector<std::string> stages;  // each stage's layer characters, in order
+  int count(char layer) const;      // occurrences of 'E', 'L', 't' or 'm' over all stages
+};
+PipelineLayout parse_pipeline_layout(std::string_view text);
 
 // The first/last stage layer counts the plan sets when PP does not divide the layers
 // (nullopt when no legal uneven split exists). Returns {0,0} when the split is even.

@@ -11,6 +11,7 @@
 #include "grpo/core/cluster_profile.h"
 #include "grpo/core/cost.h"
 #include "grpo/core/diagnostic.h"
+#include "grpo/core/engine_versions.h"
 #include "grpo/core/env_contract.h"
 #include "grpo/core/layout.h"
 #include "grpo/core/memory.h"
@@ -43,6 +44,7 @@ struct PlanRequest {
   ModelSpec model;
   ClusterProfile cluster;
   LayoutConstraints constraints;
+  EngineVersions engines;  // whose rules decide legality (--engines)
   int alternatives = 3;
 };
 
@@ -51,6 +53,7 @@ struct Plan {
   ClusterProfile cluster;
   WorkloadSpec workload;
   LayoutConstraints constraints;
+  EngineVersions engines;
   bool feasible = false;
   Candidate best;                       // valid when feasible
   std::vector<Candidate> alternatives;  // next best, one per other structural family

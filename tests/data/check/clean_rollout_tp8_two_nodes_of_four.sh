@@ -1,8 +1,9 @@
 # Modeled on verl examples/grpo_trainer/run_qwen3-8b.sh (FSDP, vLLM rollout), on 2 nodes with
 # 4 GPUs each (no .args file: the default a100x8 hardware with the script's 2 x 4 layout).
-# Planted: rollout tensor_model_parallel_size=8 on 4-GPU nodes: every vLLM TP group would span
-# both nodes. 8 divides the world (8), Qwen3-8B's 32 heads and 8 KV heads, and 512 x 5 responses.
-# Expected: TP_CROSSES_NODE at the rollout TP line; nothing else.
+# Rollout tensor_model_parallel_size=8 on 4-GPU nodes: one vLLM replica over both nodes, which verl
+# (>= 0.6, RolloutReplica: 8 % 4 == 0, nnodes = 2) runs. This was the planted TP_CROSSES_NODE case
+# (tp_crosses_node.sh) while grpo-launch kept rollout TP inside a node; now clean.
+# Expected: clean.
 set -x
 
 python3 -m verl.trainer.main_ppo \

@@ -1,0 +1,46 @@
+# Modeled on verl examples/grpo_trainer/run_qwen2_5-3b_gsm8k_grpo_lora.sh (Qwen2.5-3B-Instruct, FSDP,
+# vLLM rollout) on 1 node x 8 GPUs, with verl main's prefix grouper (actor.use_prefix_grouper, which
+# shares each prompt's prefix across its responses; new after verl 0.7, hence --engines verl=0.8).
+# Planted: 1020 prompts per step over DP = 8 (1020 % 8 = 4). The 8160 responses split evenly, but with
+# the prefix grouper and trainer.balance_batch (on by default) verl keeps every prompt's responses on
+# one rank and raises ValueError when the prompts do not divide over DP. Mini batches of 204 prompts
+# (1632 responses, 204 per rank, micro batch 2) are fine.
+# Expected: GROUP_SPLIT at the train batch line; nothing else.
+set -x
+
+python3 -m verl.trainer.main_ppo \
+    algorithm.adv_estimator=grpo \
+    data.train_files=$HOME/data/gsm8k/train.parquet \
+    data.val_files=$HOME/data/gsm8k/test.parquet \
+    data.train_batch_size=1020 \
+    data.max_prompt_length=512 \
+    data.max_response_length=1024 \
+    data.filter_overlong_prompts=True \
+    data.truncation='error' \
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct \
+    actor_rollout_ref.model.use_remove_padding=True \
+    actor_rollout_ref.model.enable_gradient_checkpointing=True \
+    actor_rollout_ref.actor.optim.lr=3e-6 \
+    actor_rollout_ref.actor.ppo_mini_batch_size=204 \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \
+    actor_rollout_ref.actor.use_prefix_grouper=True \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 \
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
+    actor_rollout_ref.rollout.n=8 \
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16 \
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16 \
+    actor_rollout_ref.ref.fsdp_config.param_offload=True \
+    algorithm.use_kl_in_reward=False \
+    trainer.balance_batch=True \
+    trainer.logger='["console","wandb"]' \
+    trainer.project_name='verl_grpo_gsm8k' \
+    trainer.experiment_name='qwen2_5_3b_prefix_grouper' \
+    trainer.n_gpus_per_node=8 \
+    trainer.nnodes=1 \
+    trainer.save_freq=20 \
+    trainer.test_freq=5 \
+    trainer.total_epochs=15 $@
