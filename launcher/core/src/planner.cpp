@@ -240,17 +240,20 @@ Plan make_plan(const PlanRequest& req) {
   int rollout_tp = 0;
   double rollout_s = std::numeric_limits<double>::infinity();
   RolloutMemory largest;  // the largest legal rollout TP, for the message when none fits
-  for (int rtp : rtps) {
-    if (!k.rollout_tp && !rollout_tp_legal(m, c, req.engines, rtp)) continue;
-    const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
-    if (rtp >= largest.rollout_tp) largest = r;
-    if (!r.weights_fit) continue;
-    const double t = estimate_rollout_seconds(m, c, w, r);
-    if (t < rollout_s) {
-      rollout_s = t;
-      rollout_tp = rtp;
+  const auto pick_rollout = [&] {
+    for (int rtp : rtps) {
+      if (!k.rollout_tp && !rollout_tp_legal(m, c, req.engines, rtp)) continue;
+      const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
+      if (rtp >= largest.rollout_tp) largest = r;
+      if (!r.weights_fit) continue;
+      const double t = estimate_rollout_seconds(m, c, w, r);
+      if (t < rollout_s) {
+        rollout_s = t;
+        rollout_tp = rtp;
+      }
     }
-  }
+  };
+  pick_rollout();
   // 1b. No rollout TP fits the profile's gpu_memory_utilization: the planner raises it itself
   //     (the cheapest fix it would otherwise print) to the smallest multiple of 0.05, at most
   //     0.90, at which the largest legal rollout TP fits, and says so. The actor state that
@@ -261,16 +264,7 @@ Plan make_plan(const PlanRequest& req) {
     const double needed = std::ceil(largest.utilization_needed * 20.0 - 1e-9) / 20.0;
     raised_from = plan.workload.gpu_memory_utilization;
     plan.workload.gpu_memory_utilization = std::max(needed, raised_from);
-    for (int rtp : rtps) {
-      if (!k.rollout_tp && !rollout_tp_legal(m, c, w, rtp)) continue;
-      const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
-      if (!r.weights_fit) continue;
-      const double t = estimate_rollout_seconds(m, c, w, r);
-      if (t < rollout_s) {
-        rollout_s = t;
-        rollout_tp = rtp;
-      }
-    }
+    pick_rollout();
   }
   const bool rollout_fits = rollout_tp > 0;
   if (!rollout_fits) rollout_tp = std::max(1, largest.rollout_tp);
