@@ -78,13 +78,24 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
       return "enable parameter offload (also frees the gradients during rollout)";
     return "lower rollout.gpu_memory_utilization";
   }
-  if (l.micro_batch > 1 && m.training.bytes("activations") > 0.2 * m.training.capacity) {
+  const WorkloadSpec& w = cluster.grpo;
+  const double data = m.training.bytes("activations") + m.training.bytes("logits");
+  // verl requires the cap to hold one whole sequence.
+  if (w.dynamic_batch() && w.max_token_len_per_gpu / 2 >= w.seq_length() &&
+      data > 0.2 * m.training.capacity) {
+    return "halve the token cap of a micro batch (ppo_max_token_len_per_gpu=" +
+           std::to_string(w.max_token_len_per_gpu / 2) + ")";
+  }
+  if (l.micro_batch > 1 && !w.dynamic_batch() && data > 0.2 * m.training.capacity) {
     return "halve the micro batch (ppo_micro_batch_size_per_gpu=" +
            std::to_string(l.micro_batch / 2) + ")";
   }
   if (l.recompute == Recompute::kNone &&
       m.training.bytes("activations") > 0.1 * m.training.capacity) {
     return "enable full activation recompute";
+  }
+  if (!w.fused_logprob && m.training.bytes("logits") > 0.1 * m.training.capacity) {
+    return "use fused log-prob kernels (use_fused_kernels=True) or entropy chunking";
   }
   if (l.fsdp) return "use more GPUs (FSDP shards every state over all ranks) or a Megatron layout";
   if (!l.offload.cpu_optimizer) return "use Megatron's CPU optimizer (optimizer_cpu_offload)";
