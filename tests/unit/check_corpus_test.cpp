@@ -34,7 +34,8 @@ bool by_file_and_line(const std::string& a, const std::string& b) {
 }
 
 struct Outcome {
-  std::vector<std::string> lines;  // "12 TP_MISMATCH warning", "x.bash:3 TP_MISMATCH error", "EXIT 2"
+  std::vector<std::string>
+      lines;  // "12 TP_MISMATCH warning", "x.bash:3 TP_MISMATCH error", "EXIT 2"
   std::string detail;
 };
 

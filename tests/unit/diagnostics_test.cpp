@@ -11,14 +11,8 @@
 namespace grpo::core {
 namespace {
 
-Layout layout(int tp, int pp, int dp, int ep = 1, int etp = 1, int micro = 1, int rollout_tp = 1) {
-  Layout l;
-  l.dims = ParallelDims{tp, pp, 1, dp, ep, etp};
-  l.micro_batch = micro;
-  l.rollout_tp = rollout_tp;
-  l.sequence_parallel = tp > 1;
-  return l;
-}
+using test::layout;
+using test::plan_with;
 
 bool has(const std::vector<Diagnostic>& diags, DiagCode code) {
   return std::any_of(diags.begin(), diags.end(),
@@ -29,18 +23,6 @@ std::vector<Diagnostic> legality(const std::string& model, const std::string& cl
                                  const Layout& l, std::vector<Override> sets = {}) {
   const auto c = test::cluster(cluster, std::move(sets));
   return check_legality(test::model(model), c, c.grpo, l);
-}
-
-Plan plan_with(const std::string& model, const std::string& cluster,
-               const std::vector<std::string>& sets) {
-  std::vector<Override> all;
-  for (const auto& s : sets) all.push_back(parse_override(s).value());
-  PlanRequest req;
-  std::vector<Override> profile;
-  EXPECT_TRUE(split_layout_overrides(all, req.constraints, profile).ok());
-  req.cluster = test::cluster(cluster, profile);
-  req.model = test::model(model);
-  return make_plan(req);
 }
 
 TEST(Diagnostics, LegalLayoutHasNoFindings) {

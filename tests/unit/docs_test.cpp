@@ -74,8 +74,8 @@ TEST(Docs, ReadmePlanExcerptIsTheGoldenSummary) {
   for (std::string line; std::getline(excerpt, line);) {
     if (line == "...") continue;
     const auto found = golden.find(line + "\n", at);
-    ASSERT_NE(found, std::string::npos) << "README line not in the golden summary (in order): "
-                                        << line;
+    ASSERT_NE(found, std::string::npos)
+        << "README line not in the golden summary (in order): " << line;
     EXPECT_TRUE(found == 0 || golden[found - 1] == '\n') << line;
     at = found + line.size();
     ++checked;

@@ -13,14 +13,8 @@
 namespace grpo::core {
 namespace {
 
-Layout layout(int tp, int pp, int dp, int ep = 1, int etp = 1, int micro = 1, int rollout_tp = 1) {
-  Layout l;
-  l.dims = ParallelDims{tp, pp, 1, dp, ep, etp};
-  l.micro_batch = micro;
-  l.rollout_tp = rollout_tp;
-  l.sequence_parallel = tp > 1;
-  return l;
-}
+using test::layout;
+using test::plan_with;
 
 EngineVersions engines(const std::string& spec) {
   auto e = parse_engine_versions(spec);
@@ -58,19 +52,6 @@ Layout rollout_only(int rtp, int rdp = 1, int rpp = 1) {
   l.rollout_dp = rdp;
   l.rollout_pp = rpp;
   return l;
-}
-
-Plan plan_with(const std::string& model, const std::string& cluster,
-               const std::vector<std::string>& sets, const EngineVersions& e = {}) {
-  std::vector<Override> all;
-  for (const auto& s : sets) all.push_back(parse_override(s).value());
-  PlanRequest req;
-  std::vector<Override> profile;
-  EXPECT_TRUE(split_layout_overrides(all, req.constraints, profile).ok());
-  req.cluster = test::cluster(cluster, profile);
-  req.model = test::model(model);
-  req.engines = e;
-  return make_plan(req);
 }
 
 // --- the switch --------------------------------------------------------------------------------

@@ -8,23 +8,16 @@
 namespace grpo::core {
 namespace {
 
-constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+using test::layout;
 
-Layout layout(int tp, int pp, int dp, int ep, int micro, int rollout_tp) {
-  Layout l;
-  l.dims = ParallelDims{tp, pp, 1, dp, ep, 1};
-  l.micro_batch = micro;
-  l.rollout_tp = rollout_tp;
-  l.sequence_parallel = tp > 1;
-  return l;
-}
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
 
 // Qwen2.5-7B (h 3584, 28 layers, 28 heads, 4 KV heads, head_dim 128, FFN 18944, vocab 152064,
 // q/k/v bias, untied) on a100x8 with TP=2 PP=1 DP=4, micro batch 2, sequence 512+1024 = 1536.
 TEST(Memory, Qwen25_7bByHand) {
   const auto m = test::model("qwen2.5-7b");
   const auto c = test::cluster("a100x8");
-  const Layout l = layout(2, 1, 4, 1, 2, 2);
+  const Layout l = layout(2, 1, 4, 1, 1, 2, 2);
   const MemoryEstimate e = estimate_memory(m, c, c.grpo, l);
 
   // Attention per layer: 2*h*q + 2*h*kv + (q + 2kv) bias = 2*3584*3584 + 2*3584*512 + 4608
@@ -73,7 +66,7 @@ TEST(Memory, Qwen25_7bByHand) {
 TEST(Memory, Qwen3_30bMoeByHand) {
   const auto m = test::model("qwen3-30b-moe");
   const auto c = test::cluster("a100x8");
-  Layout l = layout(2, 1, 4, 8, 8, 4);
+  Layout l = layout(2, 1, 4, 8, 1, 8, 4);
   l.offload = Offload{true, true, true, false};
   const MemoryEstimate e = estimate_memory(m, c, c.grpo, l);
 
@@ -113,7 +106,7 @@ TEST(Memory, Qwen3_30bMoeByHand) {
 TEST(Memory, RecomputeKeepsOnlyLayerInputs) {
   const auto m = test::model("qwen2.5-7b");
   const auto c = test::cluster("a100x8");
-  Layout l = layout(2, 1, 4, 1, 2, 2);
+  Layout l = layout(2, 1, 4, 1, 1, 2, 2);
   l.recompute = Recompute::kFull;
   const MemoryEstimate e = estimate_memory(m, c, c.grpo, l);
   // 2h/TP bytes per token per layer for 28 layers, plus one full layer being recomputed:
@@ -124,7 +117,7 @@ TEST(Memory, RecomputeKeepsOnlyLayerInputs) {
 TEST(Memory, PipelineFirstStageHoldsInFlightMicroBatches) {
   const auto m = test::model("qwen2.5-7b");
   const auto c = test::cluster("a100x8");
-  const Layout l = layout(2, 2, 2, 1, 2, 2);
+  const Layout l = layout(2, 2, 2, 1, 1, 2, 2);
   const MemoryEstimate e = estimate_memory(m, c, c.grpo, l);
   // Stage 0 has 14 layers and 2 micro batches in flight (1F1B): 2 x 14 x 79,416 x 3,072 B.
   EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 2.0 * 14 * 79'416.0 * 3072.0);
@@ -134,7 +127,7 @@ TEST(Memory, PipelineFirstStageHoldsInFlightMicroBatches) {
 TEST(Memory, FusedLogprobRemovesTheLogitsBuffer) {
   const auto m = test::model("qwen2.5-7b");
   auto c = test::cluster("a100x8", {{"grpo.fused_logprob", "true"}});
-  const MemoryEstimate e = estimate_memory(m, c, c.grpo, layout(2, 1, 4, 1, 2, 2));
+  const MemoryEstimate e = estimate_memory(m, c, c.grpo, layout(2, 1, 4, 1, 1, 2, 2));
   // One 64 MiB chunk of token rows over the whole vocabulary plus 16 B of statistics a token,
   // instead of two full logits tensors (bench/kernels/RESULTS.md: 1.30 GiB above the inputs,
   // 1.19 GiB of which are the gradients): 67,108,864 + 3,072 x 16 B.
@@ -146,7 +139,7 @@ TEST(Memory, FusedLogprobRemovesTheLogitsBuffer) {
 TEST(Memory, RecomputeMethodsUniformAndBlock) {
   const auto m = test::model("qwen2.5-7b");
   const auto c = test::cluster("a100x8");
-  Layout l = layout(2, 1, 4, 1, 2, 2);
+  Layout l = layout(2, 1, 4, 1, 1, 2, 2);
   l.recompute = Recompute::kFull;
   l.recompute_layers = 4;
   // uniform, 4 layers a group: 7 group inputs kept, one group of 4 layers recomputed at a time:
@@ -167,7 +160,7 @@ TEST(Memory, DynamicBatchSizeCapsTheTokens) {
   const auto c = test::cluster("a100x8");
   WorkloadSpec w = c.grpo;
   w.max_token_len_per_gpu = 4096;
-  const MemoryEstimate e = estimate_memory(m, c, w, layout(2, 1, 4, 1, 16, 2));
+  const MemoryEstimate e = estimate_memory(m, c, w, layout(2, 1, 4, 1, 1, 16, 2));
   EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 4096.0 * 79'416 * 28);
   EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 2.0 * 4096 * 76'032 * 4);
 }
@@ -183,7 +176,7 @@ TEST(Memory, PaddedFloorAndLongestFittingResponse) {
   WorkloadSpec w = c.grpo;
   w.remove_padding = false;
   w.max_response_length = 2048;
-  const Layout l = layout(2, 1, 4, 1, 8, 2);
+  const Layout l = layout(2, 1, 4, 1, 1, 8, 2);
   const MemoryEstimate e = estimate_memory(m, c, w, l);
   EXPECT_DOUBLE_EQ(e.training.floor("activations"), e.training.bytes("activations"));
   EXPECT_FALSE(e.training.fits());
@@ -199,7 +192,7 @@ TEST(Memory, KeptEngineAndPartialCpuOptimizer) {
   const auto c = test::cluster("a100x8");
   WorkloadSpec w = c.grpo;
   w.free_cache_engine = false;
-  Layout l = layout(2, 1, 4, 1, 2, 2);
+  Layout l = layout(2, 1, 4, 1, 1, 2, 2);
   l.offload.cpu_optimizer = true;
   l.offload.cpu_optimizer_fraction = 0.5;
   const MemoryEstimate e = estimate_memory(m, c, w, l);

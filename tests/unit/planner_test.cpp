@@ -9,17 +9,7 @@
 namespace grpo::core {
 namespace {
 
-Plan plan_with(const std::string& model, const std::string& cluster,
-               const std::vector<std::string>& sets) {
-  std::vector<Override> all;
-  for (const auto& s : sets) all.push_back(parse_override(s).value());
-  PlanRequest req;
-  std::vector<Override> profile;
-  EXPECT_TRUE(split_layout_overrides(all, req.constraints, profile).ok());
-  req.cluster = test::cluster(cluster, profile);
-  req.model = test::model(model);
-  return make_plan(req);
-}
+using test::plan_with;
 
 TEST(Planner, DesignCardExampleIsLegalAndFits) {
   const Plan p = plan_with("qwen3-30b-moe", "a100x8", {});

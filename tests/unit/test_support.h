@@ -10,6 +10,9 @@
 #include <string>
 
 #include "grpo/core/catalog.h"
+#include "grpo/core/engine_versions.h"
+#include "grpo/core/layout.h"
+#include "grpo/core/planner.h"
 #include "grpo/io/profile_store.h"
 
 namespace grpo::test {
@@ -65,6 +68,32 @@ inline void expect_golden(const std::string& name, const std::string& actual) {
       << path << " is missing; run with GRPO_UPDATE_GOLDEN=1 to create it";
   EXPECT_EQ(read_text(path), actual)
       << "golden mismatch: " << path << " (GRPO_UPDATE_GOLDEN=1 regenerates it)";
+}
+
+// A Megatron layout with sequence parallelism wherever TP > 1 (CP 1).
+inline core::Layout layout(int tp, int pp, int dp, int ep = 1, int etp = 1, int micro = 1,
+                           int rollout_tp = 1) {
+  core::Layout l;
+  l.dims = core::ParallelDims{tp, pp, 1, dp, ep, etp};
+  l.micro_batch = micro;
+  l.rollout_tp = rollout_tp;
+  l.sequence_parallel = tp > 1;
+  return l;
+}
+
+// `grpo-launch plan -p CLUSTER -m MODEL --set ...` in process.
+inline core::Plan plan_with(const std::string& model_name, const std::string& cluster_name,
+                            const std::vector<std::string>& sets,
+                            const core::EngineVersions& engines = {}) {
+  std::vector<core::Override> all;
+  for (const auto& s : sets) all.push_back(core::parse_override(s).value());
+  core::PlanRequest req;
+  std::vector<core::Override> profile;
+  EXPECT_TRUE(core::split_layout_overrides(all, req.constraints, profile).ok());
+  req.cluster = cluster(cluster_name, profile);
+  req.model = model(model_name);
+  req.engines = engines;
+  return core::make_plan(req);
 }
 
 }  // namespace grpo::test

@@ -216,14 +216,7 @@ Result<Tri> Evaluator::source(const std::vector<Field>& args, Loc at) {
   active_.pop_back();
   --source_depth_;
   if (!r.ok()) return r.error();
-  if (st_.flow == Flow::kReturn) st_.flow = Flow::kNormal;
-  std::vector<State> returns = std::move(returned_.back());
-  returned_.pop_back();
-  if (!returns.empty() && st_.flow != Flow::kExit) {
-    for (auto& s : returns) s.flow = Flow::kNormal;
-    returns.push_back(std::move(st_));
-    merge(std::move(returns), "the ways out of " + shown);
-  }
+  join_returns("the ways out of " + shown);
   if (with_args) st_.positional = std::move(saved);
   return Tri::kTrue;
 }

@@ -162,6 +162,9 @@ class Evaluator {
   void mark_unknown(const std::string& name, Loc at, const std::string& why);
   Result<State> copy_state(Loc at);
   void merge(std::vector<State> outcomes, const std::string& what);
+  // After a function body or a sourced file ran: the states its `return`s left, merged with the
+  // state at its end (`what` names it in the notes).
+  void join_returns(const std::string& what);
   std::string where(Loc at) const;
   void note(const std::string& text);  // ParsedScript::notes, each once, at most 64
   Result<std::shared_ptr<const std::map<std::string, ShellAssignment>>> exported_now(Loc at);

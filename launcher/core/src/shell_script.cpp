@@ -573,14 +573,7 @@ Result<Tri> Evaluator::call(const std::string& name, std::vector<Field> args, Lo
   auto r = command(*body);
   --call_depth_;
   if (!r.ok()) return r;
-  if (st_.flow == Flow::kReturn) st_.flow = Flow::kNormal;
-  std::vector<State> returns = std::move(returned_.back());
-  returned_.pop_back();
-  if (!returns.empty() && st_.flow != Flow::kExit) {
-    for (auto& s : returns) s.flow = Flow::kNormal;
-    returns.push_back(std::move(st_));
-    merge(std::move(returns), "the ways out of " + name + " (called at " + where(at) + ")");
-  }
+  join_returns("the ways out of " + name + " (called at " + where(at) + ")");
   if (!st_.frames.empty()) {
     for (auto& [n, v] : st_.frames.back()) {
       if (v) {
@@ -594,6 +587,17 @@ Result<Tri> Evaluator::call(const std::string& name, std::vector<Field> args, Lo
   st_.positional = std::move(saved);
   exported_cache_.reset();
   return r;
+}
+
+void Evaluator::join_returns(const std::string& what) {
+  if (st_.flow == Flow::kReturn) st_.flow = Flow::kNormal;
+  std::vector<State> returns = std::move(returned_.back());
+  returned_.pop_back();
+  if (!returns.empty() && st_.flow != Flow::kExit) {
+    for (auto& s : returns) s.flow = Flow::kNormal;
+    returns.push_back(std::move(st_));
+    merge(std::move(returns), what);
+  }
 }
 
 }  // namespace shell
