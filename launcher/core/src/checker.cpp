@@ -717,7 +717,9 @@ class RunChecker {
       when = longest ? "when responses grow past " + std::to_string(*longest) +
                            " tokens (max_response_length " +
                            std::to_string(workload_.max_response_length) + ")"
-                     : "with micro batches of full-length sequences";
+                     : "even with 1-token responses: " + std::to_string(l.micro_batch) +
+                           " prompts of " + std::to_string(workload_.max_prompt_length) +
+                           " tokens in one micro batch do not fit";
     } else if (p.phase == "training") {
       when = "when a micro batch is packed to its " +
              std::to_string(workload_.max_token_len_per_gpu) + "-token cap";
