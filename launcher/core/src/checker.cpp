@@ -150,6 +150,7 @@ class RunChecker {
     if (have_model_) {
       build_layout();
       if (options_.parallel) check_parallel();
+      if (options_.parallel) check_token_caps();
       if (options_.data_types) check_data_types();
       if (options_.memory) check_memory();
     }
@@ -655,6 +656,30 @@ class RunChecker {
                 (is_fp16 ? "fp16" : "bf16") + ": log-probs of the rollout and the actor disagree",
             "use the same dtype for rollout and actor", rd->where, Severity::kWarning);
       }
+    }
+  }
+
+  // verl's dynamic batch size packs whole sequences: a cap below one sequence is refused at the
+  // first update (verl/utils/seqlen_balancing.py rearrange_micro_batches: "max_token_len must
+  // be greater than the sequence length"). A sequence split over the Ulysses / CP group needs
+  // the cap times that size.
+  void check_token_caps() {
+    if (!workload_.dynamic_batch()) return;
+    const std::int64_t split = std::max(1, run_.layout.dims.cp);
+    const std::int64_t seq = workload_.seq_length();
+    const std::vector<std::pair<std::string, std::int64_t>> caps = {
+        {A + "actor.ppo_max_token_len_per_gpu", workload_.max_token_len_per_gpu},
+        {A + "rollout.log_prob_max_token_len_per_gpu", workload_.logprob_max_token_len_per_gpu}};
+    for (const auto& [key, cap] : caps) {
+      if (cap <= 0 || cap * split >= seq) continue;
+      add(DiagCode::kInvalidSetting, key,
+          key + "=" + std::to_string(cap) + (split > 1 ? " x " + std::to_string(split) : "") +
+              " tokens cannot hold one sequence of max_prompt_length + max_response_length = " +
+              std::to_string(seq) +
+              ": verl's dynamic batch size fails at the first step (\"max_token_len must be "
+              "greater than the sequence length\")",
+          "raise it to at least " + std::to_string((seq + split - 1) / split),
+          where_or_command(key));
     }
   }
 
