@@ -685,16 +685,16 @@ class RunChecker {
 
   void check_memory() {
     const Layout& l = run_.layout;
-    if (!check_legality(model_, cluster_, workload_, l).empty() && !l.fsdp) {
-      // The estimate needs a legal shape; parallel errors are reported already.
-      bool structural = false;
-      for (const auto& d : check_legality(model_, cluster_, workload_, l)) {
-        structural |=
+    if (!l.fsdp) {
+      // The estimate needs a legal shape (under the engine versions checked); parallel errors
+      // are reported already.
+      for (const auto& d : check_legality(model_, cluster_, workload_, l, options_.engines)) {
+        const bool structural =
             d.code == DiagCode::kWorldSizeMismatch || d.code == DiagCode::kHeadsNotDivisible ||
             d.code == DiagCode::kKvHeadsNotDivisible || d.code == DiagCode::kLayersNotDivisible ||
             d.code == DiagCode::kExpertsNotDivisible || d.code == DiagCode::kTpCrossesNode;
+        if (structural && d.severity == Severity::kError) return;
       }
-      if (structural) return;
     }
     run_.memory = estimate_memory(model_, cluster_, workload_, l);
     const MemoryEstimate& m = *run_.memory;
