@@ -137,6 +137,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   o.model = r.spec.model;
   o.trainer_argv = r.spec.trainer_command;
   for (const auto& [k, v] : r.env) o.env[k] = v;
+  o.env["GRPO_PLAN_FILE"] = (r.dir / "plan.json").string();
   o.env["GRPO_RUN_DIR"] = r.dir.string();
   o.env["GRPO_RUN_ID"] = r.spec.run_id;
   o.nodes = r.spec.nodes;

@@ -20,12 +20,23 @@
 # The plan's environment (env.json "job"); srun passes it on to every rank.
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 export GLOO_SOCKET_IFNAME=eth0
+export GRPO_CP=1
+export GRPO_DP=4
+export GRPO_EP=8
+export GRPO_ETP=1
+export GRPO_FIRST_STAGE_LAYERS=0
+export GRPO_LAST_STAGE_LAYERS=0
+export GRPO_PP=1
+export GRPO_ROLLOUT_TP=1
+export GRPO_SEQUENCE_PARALLEL=0
+export GRPO_TP=2
 export NCCL_DEBUG=WARN
 export NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_6,mlx5_7,mlx5_8,mlx5_9
 export NCCL_IB_TIMEOUT=22
 export NCCL_SOCKET_IFNAME=eth0
 export OMP_NUM_THREADS=16
 export TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+export GRPO_PLAN_FILE=/shared/runs/golden-run/plan.json
 export GRPO_RUN_DIR=/shared/runs/golden-run
 export GRPO_RUN_ID=golden-run
 

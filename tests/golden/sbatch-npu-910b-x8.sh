@@ -21,11 +21,22 @@
 export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 export GLOO_SOCKET_IFNAME=enp189s0f0
+export GRPO_CP=1
+export GRPO_DP=2
+export GRPO_EP=1
+export GRPO_ETP=1
+export GRPO_FIRST_STAGE_LAYERS=0
+export GRPO_LAST_STAGE_LAYERS=0
+export GRPO_PP=1
+export GRPO_ROLLOUT_TP=1
+export GRPO_SEQUENCE_PARALLEL=0
+export GRPO_TP=4
 export HCCL_BUFFSIZE=256
 export HCCL_CONNECT_TIMEOUT=1200
 export HCCL_EXEC_TIMEOUT=1800
 export HCCL_SOCKET_IFNAME=enp189s0f0
 export OMP_NUM_THREADS=24
+export GRPO_PLAN_FILE=/shared/runs/golden-run/plan.json
 export GRPO_RUN_DIR=/shared/runs/golden-run
 export GRPO_RUN_ID=golden-run
 

@@ -16,8 +16,19 @@
 #SBATCH --error=/shared/runs/golden-run/slurm-%j.err
 
 # The plan's environment (env.json "job"); srun passes it on to every rank.
+export GRPO_CP=1
+export GRPO_DP=4
+export GRPO_EP=1
+export GRPO_ETP=1
+export GRPO_FIRST_STAGE_LAYERS=0
+export GRPO_LAST_STAGE_LAYERS=0
+export GRPO_PP=1
+export GRPO_ROLLOUT_TP=1
+export GRPO_SEQUENCE_PARALLEL=0
 export GRPO_TEST_QUOTING='a b '\''c'\'' "d" $(e) `f`; g'
+export GRPO_TP=1
 export OMP_NUM_THREADS=2
+export GRPO_PLAN_FILE=/shared/runs/golden-run/plan.json
 export GRPO_RUN_DIR=/shared/runs/golden-run
 export GRPO_RUN_ID=golden-run
 

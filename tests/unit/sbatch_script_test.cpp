@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 
@@ -141,9 +143,23 @@ TEST(SbatchView, FieldsFromPlanAndProfile) {
   EXPECT_EQ(v.signal, "B:USR2@60");
   EXPECT_EQ(v.output, "/shared/runs/golden-run/slurm-%j.out");
   EXPECT_EQ(v.error, "/shared/runs/golden-run/slurm-%j.err");
-  ASSERT_EQ(v.env.size(), 4u);  // sorted plan env, then the run's two
-  EXPECT_EQ(v.env[0], (SbatchEnvVar{"GRPO_TEST_QUOTING", "'a b '\\''c'\\'' \"d\" $(e) `f`; g'"}));
-  EXPECT_EQ(v.env[1], (SbatchEnvVar{"OMP_NUM_THREADS", "2"}));
+  // The plan's env sorted by name (the profile's variable, OMP_NUM_THREADS and the layout's ten
+  // GRPO_* variables), then the run's three.
+  ASSERT_EQ(v.env.size(), 15u);
+  const auto value_of = [&](const std::string& name) {
+    for (const auto& e : v.env) {
+      if (e.name == name) return e.value;
+    }
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(value_of("GRPO_TEST_QUOTING"), "'a b '\\''c'\\'' \"d\" $(e) `f`; g'");
+  EXPECT_EQ(value_of("OMP_NUM_THREADS"), "2");
+  EXPECT_EQ(value_of("GRPO_TP"), "1");
+  EXPECT_EQ(value_of("GRPO_DP"), "4");  // 2 nodes x 2 ranks, TP 1
+  EXPECT_EQ(value_of("GRPO_PLAN_FILE"), "/shared/runs/golden-run/plan.json");
+  EXPECT_TRUE(
+      std::is_sorted(v.env.begin(), v.env.end() - 3,
+                     [](const SbatchEnvVar& a, const SbatchEnvVar& b) { return a.name < b.name; }));
   EXPECT_EQ(v.env[v.env.size() - 2], (SbatchEnvVar{"GRPO_RUN_DIR", "/shared/runs/golden-run"}));
   EXPECT_EQ(v.env.back(), (SbatchEnvVar{"GRPO_RUN_ID", "golden-run"}));
   EXPECT_EQ(v.launcher, "/opt/grpo-launch/bin/grpo-launch");

@@ -71,6 +71,20 @@ EnvContract build_env(const ClusterProfile& c, const Layout& l) {
     }
   }
 
+  // The plan's parallel layout, for trainers that build their own process groups from it
+  // (torchrun-style programs started with --trainer-cmd; docs/env-contract.md). The micro batch
+  // is not here: the supervisor changes it after an OOM and passes it on the command line.
+  job["GRPO_TP"] = std::to_string(l.dims.tp);
+  job["GRPO_PP"] = std::to_string(l.dims.pp);
+  job["GRPO_CP"] = std::to_string(l.dims.cp);
+  job["GRPO_DP"] = std::to_string(l.dims.dp);
+  job["GRPO_EP"] = std::to_string(l.dims.ep);
+  job["GRPO_ETP"] = std::to_string(l.dims.etp);
+  job["GRPO_SEQUENCE_PARALLEL"] = l.sequence_parallel ? "1" : "0";
+  job["GRPO_ROLLOUT_TP"] = std::to_string(l.rollout_tp);
+  job["GRPO_FIRST_STAGE_LAYERS"] = std::to_string(l.first_stage_layers);
+  job["GRPO_LAST_STAGE_LAYERS"] = std::to_string(l.last_stage_layers);
+
   // The profile's own settings: kept, unless they contradict what the plan needs.
   for (const auto& [var, value] : c.env) {
     const auto derived = job.find(var);
@@ -94,7 +108,7 @@ EnvContract build_env(const ClusterProfile& c, const Layout& l) {
     } else if (derived != job.end() && derived->second != value) {
       conflict(var,
                var + "=" + value + " in the profile's [env] contradicts " + var + "=" +
-                   derived->second + " derived from the profile's [network]",
+                   derived->second + " derived from the profile's [network] and the plan",
                "change one of them so they agree");
       continue;
     }

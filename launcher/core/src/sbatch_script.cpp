@@ -198,7 +198,7 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
     if (has_nul(value)) {
       return invalid(plan, "profile " + c.name + ": [env] " + name + " contains a NUL byte");
     }
-    if (name == "GRPO_RUN_DIR" || name == "GRPO_RUN_ID") {
+    if (name == "GRPO_RUN_DIR" || name == "GRPO_RUN_ID" || name == "GRPO_PLAN_FILE") {
       return invalid(plan, "profile " + c.name + ": [env] " + name + " is set by grpo-launch");
     }
     v.env.push_back({name, shell_quote(value)});
@@ -206,6 +206,7 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
   for (const auto* text : {&options.launcher_path, &options.run_id}) {
     if (has_nul(*text)) return make_error(ErrorKind::kInvalidValue, "a path contains a NUL byte");
   }
+  v.env.push_back({"GRPO_PLAN_FILE", shell_quote(options.run_dir + "/plan.json")});
   v.env.push_back({"GRPO_RUN_DIR", shell_quote(options.run_dir)});
   v.env.push_back({"GRPO_RUN_ID", shell_quote(options.run_id)});
   v.launcher = shell_quote(options.launcher_path);
