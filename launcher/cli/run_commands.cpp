@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/report/report.h"
 #include "grpo/slurm/slurm_job.h"
@@ -169,14 +170,8 @@ int cmd_events(const GlobalArgs&, const EventsArgs& args) {
   if (!run.ok()) return fail(run.error(), kExitInput);
   std::vector<std::string> types;
   for (const auto& t : args.types) {
-    std::size_t start = 0;
-    while (start <= t.size()) {
-      const auto comma = t.find(',', start);
-      const std::string one =
-          t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!one.empty()) types.push_back(one);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+    for (const std::string_view one : core::split(t, ',')) {
+      if (!one.empty()) types.emplace_back(one);
     }
   }
   const fs::path log = run.value() / "events.jsonl";

@@ -6,6 +6,19 @@
 namespace grpo::core {
 namespace {
 
+TEST(Text, SplitKeepsEveryField) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(split("a,b", ','), (V{"a", "b"}));
+  EXPECT_EQ(split("a,,b,", ','), (V{"a", "", "b", ""}));
+  EXPECT_EQ(split("", ','), (V{""}));
+  EXPECT_EQ(split("/x:/y", ':'), (V{"/x", "/y"}));
+}
+
+TEST(Text, TrimAsciiWhiteSpace) {
+  EXPECT_EQ(trim(" \t a b \r\n"), "a b");
+  EXPECT_EQ(trim(" \n "), "");
+}
+
 TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);

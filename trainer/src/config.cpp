@@ -427,15 +427,10 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
       std::string s = text;
       if (!s.empty() && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
       std::vector<double> out;
-      std::size_t start = 0;
-      while (start <= s.size()) {
-        const std::size_t comma = std::min(s.find(',', start), s.size());
+      for (const std::string_view item : core::split(s, ',')) {
         double v = 0;
-        if (!parse_double(core::trim(std::string_view(s).substr(start, comma - start)), v)) {
-          return bad("a list of numbers like [0.9, 0.999]");
-        }
+        if (!parse_double(core::trim(item), v)) return bad("a list of numbers like [0.9, 0.999]");
         out.push_back(v);
-        start = comma + 1;
       }
       return Parsed{std::move(out)};
     }

@@ -110,10 +110,8 @@ std::string_view to_string(FaultKind kind) {
 
 core::Result<std::vector<Fault>> parse_faults(std::string_view spec) {
   std::vector<Fault> out;
-  while (!spec.empty()) {
-    const auto semi = spec.find(';');
-    const std::string one(core::trim(spec.substr(0, semi)));
-    spec = semi == std::string_view::npos ? std::string_view() : spec.substr(semi + 1);
+  for (const std::string_view part : core::split(spec, ';')) {
+    const std::string one(core::trim(part));
     if (one.empty()) continue;
     GRPO_TRY(Fault f, parse_one(one));
     out.push_back(std::move(f));

@@ -394,14 +394,8 @@ class RunChecker {
       for (char& ch : list) {
         if (ch == '[' || ch == ']' || ch == '\'' || ch == '"') ch = ' ';
       }
-      std::size_t start = 0;
-      while (start <= list.size()) {
-        const auto comma = list.find(',', start);
-        const std::string_view item = trim(std::string_view(list).substr(
-            start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (!item.empty()) w.lora.targets.emplace_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
+      for (const std::string_view item : split(list, ',')) {
+        if (!trim(item).empty()) w.lora.targets.emplace_back(trim(item));
       }
       if (w.lora.targets.empty()) w.lora.targets = {"all-linear"};
     }

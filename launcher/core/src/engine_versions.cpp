@@ -1,4 +1,5 @@
 #include "grpo/core/engine_versions.h"
+#include "grpo/core/text.h"
 
 #include <charconv>
 #include <vector>
@@ -15,19 +16,13 @@ Error bad(std::string_view part, const std::string& why) {
 // "0.15" or "0.10.2": two or three non-negative integers separated by dots.
 bool parse_version(std::string_view text, EngineVersion& out) {
   std::vector<int> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = text.find('.', start);
-    const std::string_view piece =
-        text.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+  for (const std::string_view piece : split(text, '.')) {
     int v = 0;
     const auto [p, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), v);
     if (piece.empty() || ec != std::errc{} || p != piece.data() + piece.size() || v < 0) {
       return false;
     }
     parts.push_back(v);
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
   }
   if (parts.size() < 2 || parts.size() > 3) return false;
   out = EngineVersion{parts[0], parts[1], parts.size() == 3 ? parts[2] : 0};
@@ -49,11 +44,7 @@ std::string EngineVersions::str() const {
 Result<EngineVersions> parse_engine_versions(std::string_view spec) {
   EngineVersions out;
   bool seen[3] = {false, false, false};
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = spec.find(',', start);
-    const std::string_view part = spec.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (const std::string_view part : split(spec, ',')) {
     if (part.empty()) {
       return make_error(ErrorKind::kInvalidValue,
                         "--engines: empty part in '" + std::string(spec) +
@@ -82,8 +73,6 @@ Result<EngineVersions> parse_engine_versions(std::string_view spec) {
       return bad(part, "'" + std::string(part.substr(eq + 1)) +
                            "' is not a version of the form MAJOR.MINOR[.PATCH]");
     }
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return out;
 }

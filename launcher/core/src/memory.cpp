@@ -100,9 +100,14 @@ ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
 
 namespace {
 
+bool all_linear(const LoraSpec& lora) {
+  return std::find(lora.targets.begin(), lora.targets.end(), "all-linear") != lora.targets.end();
+}
+
+// Whether any of `names` (Hugging Face or Megatron module names) gets an adapter.
 bool targets(const LoraSpec& lora, std::initializer_list<const char*> names) {
+  if (all_linear(lora)) return true;
   for (const auto& t : lora.targets) {
-    if (t == "all-linear") return true;
     for (const char* n : names) {
       if (t == n) return true;
     }
@@ -140,7 +145,7 @@ double lora_params(const ModelSpec& m, const LoraSpec& lora) {
     moe_layer += static_cast<double>(m.num_shared_experts) *
                  swiglu(static_cast<double>(m.shared_expert_ffn_hidden_size));
     // The router is a linear layer too ("all-linear" includes it).
-    if (targets(lora, {})) moe_layer += adapter(h, static_cast<double>(m.num_experts));
+    if (all_linear(lora)) moe_layer += adapter(h, static_cast<double>(m.num_experts));
   }
   return static_cast<double>(m.dense_layers()) * dense_layer +
          static_cast<double>(m.moe_layers()) * moe_layer;
@@ -240,10 +245,11 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       if (s + 1 != stages.size()) return 0.0;
       return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size) / d.tp);
     };
-    const double worst = act_at(tokens.worst) + logits_at(tokens.worst);
-    if (worst > activations.bytes + logits.bytes) {
-      activations = {"activations", act_at(tokens.worst), act_at(tokens.floor)};
-      logits = {"logits", logits_at(tokens.worst), logits_at(tokens.floor)};
+    MemoryItem stage_act{"activations", act_at(tokens.worst), act_at(tokens.floor)};
+    MemoryItem stage_logits{"logits", logits_at(tokens.worst), logits_at(tokens.floor)};
+    if (stage_act.bytes + stage_logits.bytes > activations.bytes + logits.bytes) {
+      activations = std::move(stage_act);
+      logits = std::move(stage_logits);
     }
     layer += stages[s];
   }

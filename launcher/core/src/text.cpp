@@ -13,6 +13,16 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
 }
 
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const auto at = s.find(sep);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    s.remove_prefix(at + 1);
+  }
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1);
   std::vector<std::size_t> cur(b.size() + 1);

@@ -61,13 +61,8 @@ std::vector<fs::path> profile_search_path(const SearchPathInputs& in) {
   std::vector<fs::path> out;
   for (const auto& d : in.profile_dirs) out.emplace_back(d);
   if (in.env_path) {
-    std::string_view rest = *in.env_path;
-    while (!rest.empty()) {
-      const auto colon = rest.find(':');
-      const std::string_view part = rest.substr(0, colon);
+    for (const std::string_view part : core::split(*in.env_path, ':')) {
       if (!part.empty()) out.emplace_back(std::string(part));
-      if (colon == std::string_view::npos) break;
-      rest.remove_prefix(colon + 1);
     }
   }
   if (in.xdg_config_home) {

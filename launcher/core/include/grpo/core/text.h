@@ -1,5 +1,5 @@
 // Small text helpers shared by every layer: trimming, did-you-mean suggestions and number
-// formatting. The one home of these helpers: do not write another trim().
+// formatting. The one home of these helpers: do not write another trim() or split().
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,10 @@ namespace grpo::core {
 
 // `s` without leading and trailing ASCII white space (space, tab, CR, LF, VT, FF).
 std::string_view trim(std::string_view s);
+
+// The fields of `s` between `sep` characters, empty ones included ("a,,b" -> a, "", b; "" -> one
+// empty field). The views point into `s`.
+std::vector<std::string_view> split(std::string_view s, char sep);
 
 // Levenshtein distance (insert, delete, substitute each cost 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
