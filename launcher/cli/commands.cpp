@@ -11,12 +11,21 @@
 
 namespace grpo::cli {
 
-void print_error(const std::string& message) {
+namespace {
+void print_line(const char* level, const std::string& message) {
   std::string one_line = message;
   for (char& c : one_line) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::fprintf(stderr, "grpo-launch: error: %s\n", one_line.c_str());
+  std::fprintf(stderr, "grpo-launch: %s: %s\n", level, one_line.c_str());
+}
+}  // namespace
+
+void print_error(const std::string& message) {
+  print_line("error", message);
+}
+void print_warning(const std::string& message) {
+  print_line("warning", message);
 }
 
 namespace {

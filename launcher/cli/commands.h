@@ -103,6 +103,8 @@ int cmd_profiles(const GlobalArgs& global, const std::string& format);
 
 // One line on stderr: "grpo-launch: error: <message>".
 void print_error(const std::string& message);
+// "grpo-launch: warning: <message>" on stderr, on one line.
+void print_warning(const std::string& message);
 
 // Loads the profile and model (with --set) and plans. Errors: input errors of the catalog.
 core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args);

@@ -146,11 +146,20 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     }
     run.trainer_command = {fs::exists(next_to, ec) ? next_to.string() : "grpo-trainer", "--model",
                            model, "--run-dir", p.run_dir};
-    // The plan's workload, then the user's trainer settings (the trainer applies --set in
-    // order: the last one wins), then injected faults.
+    // The plan's workload and layout, then the user's trainer settings (the trainer applies --set
+    // in order: the last one wins), then injected faults.
     for (const auto& kv : core::trainer_settings(p.plan)) {
       run.trainer_command.push_back("--set");
       run.trainer_command.push_back(kv);
+    }
+    for (const auto& kv : core::trainer_layout_settings(p.plan.best.layout)) {
+      run.trainer_command.push_back("--set");
+      run.trainer_command.push_back(kv);
+    }
+    if (const std::string why =
+            core::embedded_trainer_unsupported(p.plan.best.layout.dims, p.plan.model);
+        !why.empty()) {
+      p.unsupported_layout = "the plan's layout cannot run in the embedded grpo-trainer: " + why;
     }
     for (const auto& kv : args.trainer_sets) {
       run.trainer_command.push_back("--set");
@@ -196,6 +205,7 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
     // Pure data parallelism: one node still runs it when the batch sizes divide.
     c.min_nodes = f.min_nodes > 0 ? f.min_nodes : 1;
     c.divisible_by = core::batch_divisors(plan, args.trainer_sets);
+    c.world_unit = core::layout_world_unit(plan.best.layout.dims);
     c.total_steps = total_steps(args.trainer_sets);
   } else {
     c.min_nodes = f.min_nodes;  // 0: every node of the plan
@@ -239,6 +249,7 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
   if (!built.ok()) return fail(built.error());
   auto p = prepare(global, args, std::move(built).value(), true);
   if (!p.ok()) return fail(p.error());
+  if (!p->unsupported_layout.empty()) print_warning(p->unsupported_layout);
   std::cout << p->script;
   return kExitOk;
 }
@@ -264,6 +275,13 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
   auto prepared = prepare(global, args, std::move(built).value(), true);
   if (!prepared.ok()) return fail(prepared.error());
   Prepared& p = prepared.value();
+  if (!p.unsupported_layout.empty()) {
+    if (!args.plan.dry_run) {
+      print_error(p.unsupported_layout + "; nothing was submitted");
+      return kExitInput;
+    }
+    print_warning(p.unsupported_layout);
+  }
   if (args.plan.dry_run) {
     if (args.plan.format == "json") {
       nlohmann::json j = {{"plan", core::plan_to_json(p.plan)}, {"sbatch", p.script}};

@@ -22,6 +22,9 @@ struct Prepared {
   core::RunSpec run;
   std::vector<std::string> trainer_sets;
   supervise::SupervisorConfig supervisor;
+  // Why the embedded grpo-trainer cannot run the plan's layout (empty when it can, or with
+  // --trainer-cmd): run and submit refuse such a plan, render and --dry-run warn.
+  std::string unsupported_layout;
 };
 
 // The run of a plan: run directory name, trainer command (the embedded grpo-trainer with the

@@ -228,6 +228,10 @@ int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
   auto prepared = prepare(global, args, std::move(built).value(), false);
   if (!prepared.ok()) return fail(prepared.error());
   const Prepared& p = prepared.value();
+  if (!p.unsupported_layout.empty()) {
+    print_error(p.unsupported_layout + "; nothing was started");
+    return kExitInput;
+  }
   if (auto st = io::create_dir_atomic(p.run_dir, run_dir_files(p)); !st.ok()) {
     auto e = st.error();
     std::error_code ec;

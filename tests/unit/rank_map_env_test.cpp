@@ -32,6 +32,26 @@ TEST(RankMap, CoordinatesFollowMegatronOrder) {
   for (const auto& x : map.ranks) EXPECT_TRUE(seen.insert({x.tp, x.cp, x.dp, x.pp}).second);
 }
 
+TEST(RankMap, GroupMembersOfEachKind) {
+  // The layout above. Dense view: g = tp + 2 * dp + 8 * pp; expert view: g = ep + 4 * edp + 8 * pp.
+  // Rank 5: tp 1, dp 2, pp 0; ep 1, edp 1.
+  const RankMap map = build_rank_map(2, 8, ParallelDims{2, 2, 1, 4, 4, 1});
+  using V = std::vector<int>;
+  EXPECT_EQ(group_members(map, 5, GroupKind::kTp), (V{4, 5}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kCp), (V{5}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kDp), (V{1, 3, 5, 7}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kPp), (V{5, 13}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kEtp), (V{5}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kEp), (V{4, 5, 6, 7}));
+  EXPECT_EQ(group_members(map, 5, GroupKind::kEdp), (V{1, 5}));
+  EXPECT_EQ(group_members(map, 13, GroupKind::kEp), (V{12, 13, 14, 15}));
+  // DP=2 EP=2 on 2 ranks (the local-cpu plan for tiny-moe): one EP group, EDP groups of one.
+  const RankMap two = build_rank_map(1, 2, ParallelDims{1, 1, 1, 2, 2, 1});
+  EXPECT_EQ(group_members(two, 1, GroupKind::kEp), (V{0, 1}));
+  EXPECT_EQ(group_members(two, 1, GroupKind::kEdp), (V{1}));
+  EXPECT_EQ(group_members(two, 1, GroupKind::kDp), (V{0, 1}));
+}
+
 TEST(RankMap, TpWiderThanANodeIsDetected) {
   EXPECT_FALSE(tp_groups_within_nodes(build_rank_map(2, 4, ParallelDims{8, 1, 1, 1, 1, 1})));
   EXPECT_TRUE(tp_groups_within_nodes(build_rank_map(2, 4, ParallelDims{4, 1, 1, 2, 1, 1})));

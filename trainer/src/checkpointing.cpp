@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "full_model.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/trainer/version.h"
@@ -78,47 +79,40 @@ core::Status Checkpointer::resume(TrainState& st) {
   GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
-    // Identical initial weights on every rank, whatever happened before.
-    for (auto& [name, p] : st.model->named_params()) {
-      torch::NoGradGuard ng;
-      GRPO_TRY_STATUS(ctx_.comm->broadcast(p, 0));
-    }
-    return core::ok_status();
+    // Identical initial weights on every rank holding a tensor, whatever happened before.
+    const NamedTensors local = st.model->named_params();
+    return scatter_full(ctx_, full_params(ctx_, *st.model),
+                        std::map<std::string, at::Tensor>(local.begin(), local.end()), local,
+                        [](const FullTensor& f) { return f.owner; });
   }
   GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
   json state = json::parse(state_text);
   const int saved_world = state.at("world_size").get<int>();
+  const std::string saved_layout = state.value("layout", "");
 
   torch::NoGradGuard no_grad;
+  // Rank 0 holds the files' tensors; each rank keeps the ones its layout holds.
+  const auto from_rank0 = [](const FullTensor&) { return 0; };
   auto load_into = [&](const std::string& blob, const NamedTensors& dst,
-                       const std::string& prefix) -> core::Status {
-    NamedTensors src;
+                       const std::vector<FullTensor>& full) -> core::Status {
+    std::map<std::string, at::Tensor> src;
     if (rank == 0) {
-      GRPO_TRY(src, from_safetensors(blob));
+      GRPO_TRY(NamedTensors parsed, from_safetensors(blob));
+      src.insert(parsed.begin(), parsed.end());
     }
-    std::map<std::string, at::Tensor> by_name(src.begin(), src.end());
-    for (const auto& [name, t] : dst) {
-      at::Tensor target = t;
-      if (rank == 0) {
-        auto it = by_name.find(prefix + name);
-        if (it == by_name.end() || !it->second.sizes().equals(t.sizes())) {
-          return make_error(ErrorKind::kInvalidValue,
-                            "checkpoint lacks or mismatches tensor " + prefix + name);
-        }
-        target.copy_(it->second);
-      }
-      GRPO_TRY_STATUS(ctx_.comm->broadcast(target, 0));
-    }
-    return core::ok_status();
+    return scatter_full(ctx_, full, src, dst, from_rank0);
   };
-  GRPO_TRY_STATUS(load_into(blob_model, st.model->named_params(), ""));
-  GRPO_TRY_STATUS(load_into(blob_optim, st.optim->state(), ""));  // state() aliases the moments
+  const std::vector<FullTensor> params = full_params(ctx_, *st.model);
+  GRPO_TRY_STATUS(load_into(blob_model, st.model->named_params(), params));
+  // state() aliases the moments
+  GRPO_TRY_STATUS(load_into(blob_optim, st.optim->state(), full_optimizer_states(params)));
   st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
   st.grpo_started = state.at("grpo_started").get<bool>();
   if (st.grpo_started) {
     st.ref = std::make_shared<QwenModel>(ctx_.spec, st.model->ops(),
-                                         st.model->lm_head_weight().options(), nullptr);
-    GRPO_TRY_STATUS(load_into(blob_ref, st.ref->named_params(), ""));
+                                         st.model->lm_head_weight().options(), nullptr,
+                                         st.model->expert_shard());
+    GRPO_TRY_STATUS(load_into(blob_ref, st.ref->named_params(), params));
     for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
   }
   st.step = state.at("step").get<std::int64_t>();
@@ -146,14 +140,17 @@ core::Status Checkpointer::resume(TrainState& st) {
         "the data cursor is global, sampling streams are re-seeded (not bit-exact)",
         saved_world, world);
   }
+  GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, *st.model));
   const double secs = seconds_since(t0);
   spdlog::info("resumed from {} at step {} ({:.3f} s)", found_path, st.step, secs);
   ctx_.tel.emit("checkpoint_loaded", {{"step", st.step},
                                       {"path", found_path},
                                       {"seconds", secs},
                                       {"saved_world_size", saved_world},
+                                      {"saved_layout", saved_layout},
+                                      {"layout", ctx_.par.describe()},
                                       {"resharded", resharded},
-                                      {"weights_sha256", st.weights_sha256()}});
+                                      {"weights_sha256", loaded_sha}});
   return core::ok_status();
 }
 
@@ -173,11 +170,23 @@ core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::strin
   std::string path_text;
   std::int64_t bytes = 0;
   std::string message;
-  const std::string sha = st.weights_sha256();
+  GRPO_TRY(const std::string sha, full_weights_sha256(ctx_, *st.model));
+  // Rank 0 writes the unsharded tensors: any layout can load them.
+  NamedTensors model_full, optim_full, ref_full;
+  const std::vector<FullTensor> params = full_params(ctx_, *st.model);
+  auto into = [](NamedTensors& out) {
+    return [&out](const FullTensor& f, const at::Tensor& t) { out.emplace_back(f.name, t); };
+  };
+  GRPO_TRY_STATUS(gather_full(ctx_, params, st.model->named_params(), false, into(model_full)));
+  GRPO_TRY_STATUS(
+      gather_full(ctx_, full_optimizer_states(params), st.optim->state(), false, into(optim_full)));
+  if (st.grpo_started) {
+    GRPO_TRY_STATUS(gather_full(ctx_, params, st.ref->named_params(), false, into(ref_full)));
+  }
   if (rank == 0) {
     auto write = [&]() -> core::Result<fs::path> {
       GRPO_TRY(CheckpointWriter w, store_.begin(s));
-      const std::string model_bytes = to_safetensors(st.model->named_params());
+      const std::string model_bytes = to_safetensors(model_full);
       if (auto f = ctx_.faults.take(FaultKind::kTornCkpt, s, "checkpoint")) {
         ctx_.tel.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
         (void)write_file_synced(w.dir() / "model.safetensors",
@@ -186,10 +195,9 @@ core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::strin
         _exit(kExitInjectedCrash);
       }
       GRPO_TRY_STATUS(w.write_file("model.safetensors", model_bytes));
-      GRPO_TRY_STATUS(w.write_file("optimizer.safetensors", to_safetensors(st.optim->state())));
+      GRPO_TRY_STATUS(w.write_file("optimizer.safetensors", to_safetensors(optim_full)));
       if (st.grpo_started) {
-        GRPO_TRY_STATUS(
-            w.write_file("reference.safetensors", to_safetensors(st.ref->named_params())));
+        GRPO_TRY_STATUS(w.write_file("reference.safetensors", to_safetensors(ref_full)));
       }
       NamedTensors rng;
       for (int r = 0; r < world; ++r) rng.emplace_back("rank" + std::to_string(r), all[r].clone());
@@ -199,6 +207,7 @@ core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::strin
                     {"grpo_started", st.grpo_started},
                     {"optimizer_steps", st.optim->steps()},
                     {"world_size", world},
+                    {"layout", ctx_.par.describe()},
                     {"seed", cfg.seed},
                     {"model", ctx_.spec.name},
                     {"torch_version", compat::torch_version()},

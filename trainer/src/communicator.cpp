@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 
 namespace grpo::trainer {
 namespace {
@@ -19,17 +20,33 @@ class SingleProcessCommunicator final : public Communicator {
   core::Status allreduce_max(at::Tensor&) override { return core::ok_status(); }
   core::Status broadcast(at::Tensor&, int) override { return core::ok_status(); }
   core::Status barrier() override { return core::ok_status(); }
+  core::Status allgather(const at::Tensor& in, at::Tensor& out) override {
+    out.copy_(in.view(out.sizes()));
+    return core::ok_status();
+  }
+  core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
+                                                       const std::string&) override {
+    if (members != std::vector<int>{0}) {
+      return make_error(ErrorKind::kInvalidValue, "a world of one has only rank 0");
+    }
+    return std::unique_ptr<Communicator>(std::make_unique<SingleProcessCommunicator>());
+  }
 };
 
 class C10dCommunicator final : public Communicator {
  public:
   C10dCommunicator(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<compat::GroupBase> pg,
-                   int rank, int world, std::string backend)
+                   int rank, int world, std::string backend, std::vector<int> global_ranks,
+                   std::function<c10::intrusive_ptr<compat::GroupBase>(
+                       c10::intrusive_ptr<c10d::Store>, int, int)>
+                       make_group)
       : store_(std::move(store)),
         pg_(std::move(pg)),
         rank_(rank),
         world_(world),
-        backend_(std::move(backend)) {}
+        backend_(std::move(backend)),
+        global_ranks_(std::move(global_ranks)),
+        make_group_(std::move(make_group)) {}
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -51,6 +68,48 @@ class C10dCommunicator final : public Communicator {
     // A tiny all-reduce instead of c10d's barrier, whose device handling differs by version.
     at::Tensor t = at::zeros({1}, at::kFloat);
     return allreduce(t, c10d::ReduceOp::SUM);
+  }
+
+  core::Status allgather(const at::Tensor& in, at::Tensor& out) override {
+    return guarded("all-gather", [&] {
+      std::vector<at::Tensor> inputs{in.contiguous()};
+      std::vector<std::vector<at::Tensor>> outputs(1);
+      at::Tensor flat = out.view({world_, -1});
+      for (int r = 0; r < world_; ++r) outputs[0].push_back(flat[r].view(in.sizes()));
+      pg_->allgather(outputs, inputs)->wait();
+    });
+  }
+
+  core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
+                                                       const std::string& name) override {
+    // Members are given as this world's ranks; the group remembers them as the original world's.
+    std::vector<int> global;
+    int my_index = -1;
+    for (int m : members) {
+      if (m < 0 || m >= world_) {
+        return make_error(ErrorKind::kInvalidValue,
+                          "subgroup member " + std::to_string(m) + " is not a rank of this world");
+      }
+      if (m == rank_) my_index = static_cast<int>(global.size());
+      global.push_back(global_ranks_[static_cast<std::size_t>(m)]);
+    }
+    if (my_index < 0) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "rank " + std::to_string(rank_) + " is not a member of group " + name);
+    }
+    const int size = static_cast<int>(members.size());
+    try {
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>("group/" + name, store_);
+      auto pg = make_group_(prefixed, my_index, size);
+      return std::unique_ptr<Communicator>(std::make_unique<C10dCommunicator>(
+          store_, pg, my_index, size, backend_, std::move(global), make_group_));
+    } catch (const c10::Error& e) {
+      return make_error(ErrorKind::kUnavailable,
+                        "group " + name + " failed to form: " + compat::error_text(e));
+    } catch (const std::exception& e) {
+      return make_error(ErrorKind::kUnavailable,
+                        "group " + name + " failed to form: " + std::string(e.what()));
+    }
   }
 
  private:
@@ -81,6 +140,9 @@ class C10dCommunicator final : public Communicator {
   int rank_;
   int world_;
   std::string backend_;
+  std::vector<int> global_ranks_;  // this group's ranks in the original world
+  std::function<c10::intrusive_ptr<compat::GroupBase>(c10::intrusive_ptr<c10d::Store>, int, int)>
+      make_group_;
 };
 
 bool is_loopback(const std::string& host) {
@@ -102,16 +164,25 @@ core::Status timed(double& total, F&& f) {
 }  // namespace
 
 core::Status TimedCommunicator::allreduce_sum(at::Tensor& t) {
-  return timed(seconds_, [&] { return inner_->allreduce_sum(t); });
+  return timed(*seconds_, [&] { return inner_->allreduce_sum(t); });
 }
 core::Status TimedCommunicator::allreduce_max(at::Tensor& t) {
-  return timed(seconds_, [&] { return inner_->allreduce_max(t); });
+  return timed(*seconds_, [&] { return inner_->allreduce_max(t); });
 }
 core::Status TimedCommunicator::broadcast(at::Tensor& t, int root) {
-  return timed(seconds_, [&] { return inner_->broadcast(t, root); });
+  return timed(*seconds_, [&] { return inner_->broadcast(t, root); });
 }
 core::Status TimedCommunicator::barrier() {
-  return timed(seconds_, [&] { return inner_->barrier(); });
+  return timed(*seconds_, [&] { return inner_->barrier(); });
+}
+core::Status TimedCommunicator::allgather(const at::Tensor& in, at::Tensor& out) {
+  return timed(*seconds_, [&] { return inner_->allgather(in, out); });
+}
+core::Result<std::unique_ptr<Communicator>> TimedCommunicator::subgroup(
+    const std::vector<int>& members, const std::string& name) {
+  GRPO_TRY(auto inner, inner_->subgroup(members, name));
+  return std::unique_ptr<Communicator>(
+      std::make_unique<TimedCommunicator>(std::move(inner), seconds_));
 }
 
 std::unique_ptr<Communicator> make_single_process_communicator() {
@@ -139,32 +210,47 @@ core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bo
                                      w.world_size, options.timeout);
     }
 
-    c10::intrusive_ptr<compat::GroupBase> pg;
+    // The same recipe makes the world's group and every subgroup (over a prefixed store).
+    std::function<c10::intrusive_ptr<compat::GroupBase>(c10::intrusive_ptr<c10d::Store>, int, int)>
+        make_group;
     std::string backend;
     if (options.use_cuda) {
 #if defined(USE_C10D_NCCL)
-      auto opts = c10d::ProcessGroupNCCL::Options::create();
-      opts->timeout = options.timeout;
-      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, w.global_rank, w.world_size, opts);
+      const auto timeout = options.timeout;
+      make_group = [timeout](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
+        auto opts = c10d::ProcessGroupNCCL::Options::create();
+        opts->timeout = timeout;
+        return c10::intrusive_ptr<compat::GroupBase>(
+            c10::make_intrusive<c10d::ProcessGroupNCCL>(s, rank, size, opts));
+      };
       backend = "nccl";
 #else
       return make_error(ErrorKind::kInvalidValue,
                         "this grpo-trainer was built against a LibTorch without NCCL");
 #endif
     } else {
-      auto opts = compat::GlooGroup::Options::create(options.timeout);
+      std::shared_ptr<::gloo::transport::Device> device;
       if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-        opts->devices.push_back(compat::GlooGroup::createDeviceForInterface(ifname));
+        device = compat::GlooGroup::createDeviceForInterface(ifname);
       } else if (is_loopback(endpoint.host)) {
-        opts->devices.push_back(compat::GlooGroup::createDeviceForHostname("127.0.0.1"));
+        device = compat::GlooGroup::createDeviceForHostname("127.0.0.1");
       } else {
-        opts->devices.push_back(compat::GlooGroup::createDefaultDevice());
+        device = compat::GlooGroup::createDefaultDevice();
       }
-      pg = c10::make_intrusive<compat::GlooGroup>(store, w.global_rank, w.world_size, opts);
+      const auto timeout = options.timeout;
+      make_group = [timeout, device](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
+        auto opts = compat::GlooGroup::Options::create(timeout);
+        opts->devices.push_back(device);
+        return c10::intrusive_ptr<compat::GroupBase>(
+            c10::make_intrusive<compat::GlooGroup>(s, rank, size, opts));
+      };
       backend = "gloo";
     }
-    return std::unique_ptr<Communicator>(
-        std::make_unique<C10dCommunicator>(store, pg, w.global_rank, w.world_size, backend));
+    auto pg = make_group(store, w.global_rank, w.world_size);
+    std::vector<int> ranks(static_cast<std::size_t>(w.world_size));
+    for (int r = 0; r < w.world_size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+    return std::unique_ptr<Communicator>(std::make_unique<C10dCommunicator>(
+        store, pg, w.global_rank, w.world_size, backend, std::move(ranks), make_group));
   } catch (const c10::Error& e) {
     return make_error(ErrorKind::kUnavailable, "rendezvous failed: " + compat::error_text(e));
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <utility>
 #include <variant>
 
 #include "grpo/core/text.h"
@@ -123,6 +124,22 @@ const std::vector<KeyDef>& key_defs() {
        "linear learning-rate warm-up, in optimizer steps of each phase"},
       {"actor_rollout_ref.actor.moe_aux_loss_coef", &C::moe_aux_loss_coef, at_least(0),
        "weight of the MoE load-balancing loss (MoE models only)"},
+      {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+       &C::tensor_model_parallel_size, at_least(1), "tensor-parallel size (TP)"},
+      {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
+       &C::pipeline_model_parallel_size, at_least(1), "pipeline-parallel size (PP)"},
+      {"actor_rollout_ref.actor.megatron.context_parallel_size", &C::context_parallel_size,
+       at_least(1), "context-parallel size (CP)"},
+      {"actor_rollout_ref.actor.megatron.expert_model_parallel_size",
+       &C::expert_model_parallel_size, at_least(1),
+       "expert-parallel size (EP): each rank of an EP group holds num_experts / EP experts"},
+      {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size",
+       &C::expert_tensor_parallel_size, at_least(1), "tensor-parallel size inside an expert (ETP)"},
+      {"actor_rollout_ref.actor.megatron.sequence_parallel", &C::sequence_parallel, any(),
+       "sequence parallelism around the norms (with TP > 1)"},
+      {"actor_rollout_ref.rollout.tensor_model_parallel_size",
+       &C::rollout_tensor_model_parallel_size, at_least(1),
+       "the rollout engine's TP (the embedded rollout generates at the training layout)"},
       {"algorithm.adv_estimator", &C::adv_estimator, one_of({"grpo"}), "advantage estimator"},
       {"algorithm.norm_adv_by_std_in_grpo", &C::norm_adv_by_std_in_grpo, any(),
        "divide the group-centred rewards by the group's std (+1e-6)"},
@@ -541,6 +558,18 @@ Status validate_for_world(const TrainerConfig& c, int world_size) {
   GRPO_TRY_STATUS(check("actor_rollout_ref.actor.ppo_mini_batch_size", c.ppo_mini_batch_size));
   GRPO_TRY_STATUS(check("trainer.sft_batch_size", c.sft_batch_size));
   GRPO_TRY_STATUS(check("data.val_size", c.val_size));
+  const std::int64_t model_parallel =
+      c.tensor_model_parallel_size * c.pipeline_model_parallel_size * c.context_parallel_size;
+  const std::int64_t expert_parallel =
+      c.expert_tensor_parallel_size * c.expert_model_parallel_size * c.pipeline_model_parallel_size;
+  for (auto [what, unit] : {std::pair<const char*, std::int64_t>{"TP x PP x CP", model_parallel},
+                            {"ETP x EP x PP", expert_parallel}}) {
+    if (world_size % unit != 0) {
+      return make_error(ErrorKind::kInvalidValue, std::string(what) + " (" + std::to_string(unit) +
+                                                      ") does not divide the number of ranks (" +
+                                                      std::to_string(world_size) + ")");
+    }
+  }
   return core::ok_status();
 }
 

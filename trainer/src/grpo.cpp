@@ -1,5 +1,6 @@
 #include "grpo/trainer/grpo.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "grpo/trainer/rollout.h"
@@ -136,47 +137,86 @@ core::Status AdamW::load_state(const NamedTensors& state, std::int64_t steps) {
   return core::ok_status();
 }
 
+std::int64_t expert_index(const std::string& name) {
+  static const std::string kMark = ".mlp.experts.";
+  const auto at = name.find(kMark);
+  if (at == std::string::npos) return -1;
+  std::int64_t e = 0;
+  const char* first = name.data() + at + kMark.size();
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, e);
+  return ec == std::errc() && end != first ? e : -1;
+}
+
+namespace {
+
+// Sums `grads` over `comm` in buckets of about bucket_bytes and divides them by `divisor`.
+core::Status reduce_buckets(const std::vector<at::Tensor>& grads, Communicator* comm,
+                            std::int64_t bucket_bytes, double divisor) {
+  std::size_t i = 0;
+  while (i < grads.size()) {
+    std::size_t j = i;
+    std::int64_t bytes = 0;
+    std::vector<at::Tensor> flat_parts;
+    while (j < grads.size() &&
+           (j == i || bytes + static_cast<std::int64_t>(grads[j].nbytes()) <= bucket_bytes)) {
+      bytes += static_cast<std::int64_t>(grads[j].nbytes());
+      flat_parts.push_back(grads[j].reshape({-1}));
+      ++j;
+    }
+    at::Tensor bucket = at::cat(flat_parts);
+    if (comm != nullptr) GRPO_TRY_STATUS(comm->allreduce_sum(bucket));
+    bucket.div_(divisor);
+    std::int64_t off = 0;
+    for (std::size_t k = i; k < j; ++k) {
+      const std::int64_t n = grads[k].numel();
+      grads[k].copy_(bucket.narrow(0, off, n).view(grads[k].sizes()));
+      off += n;
+    }
+    i = j;
+  }
+  return core::ok_status();
+}
+
+at::Tensor squared_norm(const std::vector<at::Tensor>& grads) {
+  at::Tensor sum = at::zeros({1}, at::kDouble);
+  for (const at::Tensor& g : grads) sum += g.to(at::kDouble).square().sum().cpu();
+  return sum;
+}
+
+}  // namespace
+
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
-                                               std::int64_t bucket_bytes, double max_norm) {
+                                               std::int64_t bucket_bytes, double max_norm,
+                                               const ExpertGroups* experts) {
   torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> grads;
+  std::vector<at::Tensor> grads, shard;
   for (const auto& [name, p] : params) {
     at::Tensor& p_ref = const_cast<at::Tensor&>(p);
     if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
-    grads.push_back(p_ref.grad());
+    (experts != nullptr && expert_index(name) >= 0 ? shard : grads).push_back(p_ref.grad());
   }
   const int world = comm.world_size();
   if (world > 1) {
-    std::size_t i = 0;
-    while (i < grads.size()) {
-      std::size_t j = i;
-      std::int64_t bytes = 0;
-      std::vector<at::Tensor> flat_parts;
-      while (j < grads.size() &&
-             (j == i || bytes + static_cast<std::int64_t>(grads[j].nbytes()) <= bucket_bytes)) {
-        bytes += static_cast<std::int64_t>(grads[j].nbytes());
-        flat_parts.push_back(grads[j].reshape({-1}));
-        ++j;
-      }
-      at::Tensor bucket = at::cat(flat_parts);
-      GRPO_TRY_STATUS(comm.allreduce_sum(bucket));
-      bucket.div_(static_cast<double>(world));
-      std::int64_t off = 0;
-      for (std::size_t k = i; k < j; ++k) {
-        const std::int64_t n = grads[k].numel();
-        grads[k].copy_(bucket.narrow(0, off, n).view(grads[k].sizes()));
-        off += n;
-      }
-      i = j;
-    }
+    GRPO_TRY_STATUS(reduce_buckets(grads, &comm, bucket_bytes, world));
+    if (!shard.empty()) GRPO_TRY_STATUS(reduce_buckets(shard, experts->edp, bucket_bytes, world));
   }
-  std::vector<at::Tensor> norms;
-  for (const at::Tensor& g : grads) norms.push_back(g.norm(2).to(at::kDouble));
-  const double total = at::stack(norms).norm(2).item<double>();
+  double total = 0;
+  if (experts == nullptr) {
+    std::vector<at::Tensor> norms;
+    for (const at::Tensor& g : grads) norms.push_back(g.norm(2).to(at::kDouble));
+    total = at::stack(norms).norm(2).item<double>();
+  } else {
+    // Replicated parameters count once; each expert lives on exactly one rank of the EP group.
+    at::Tensor sq = squared_norm(shard);
+    if (experts->ep != nullptr) GRPO_TRY_STATUS(experts->ep->allreduce_sum(sq));
+    total = std::sqrt((squared_norm(grads) + sq).item<double>());
+  }
   if (std::isfinite(total)) {
     const double coef = max_norm / (total + 1e-6);
     if (coef < 1.0) {
       for (at::Tensor& g : grads) g.mul_(coef);
+      for (at::Tensor& g : shard) g.mul_(coef);
     }
   }
   return total;

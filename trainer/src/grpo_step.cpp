@@ -56,8 +56,9 @@ json expert_load_events(RunContext& ctx, std::int64_t s, std::vector<ExpertLoad>
 core::Status start_grpo(RunContext& ctx, TrainState& st) {
   // GRPO starts from the warm-started policy as from a base model: the reference is frozen here
   // and the optimizer starts fresh.
-  st.ref = std::make_shared<QwenModel>(ctx.spec, st.model->ops(),
-                                       st.model->lm_head_weight().options(), nullptr);
+  st.ref =
+      std::make_shared<QwenModel>(ctx.spec, st.model->ops(), st.model->lm_head_weight().options(),
+                                  nullptr, st.model->expert_shard());
   {
     torch::NoGradGuard ng;
     auto src = st.model->named_params();

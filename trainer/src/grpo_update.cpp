@@ -46,7 +46,12 @@ core::Result<double> update_phase(RunContext& ctx, TrainState& st, std::int64_t 
         const std::int64_t e = std::min(mb1, b + micro);
         SequenceBatch mbatch = r.batch.slice(b, e);
         ResponseStates rs = response_states(model, mbatch);
-        if (rs.tokens.numel() == 0) continue;
+        if (rs.tokens.numel() == 0) {
+          // Nothing to learn from; under expert parallelism the backward is still a collective
+          // of the EP group, so run it with a zero loss.
+          if (model.expert_parallel()) ((rs.hidden.sum() + rs.aux_loss) * 0.0).backward();
+          continue;
+        }
         kernels::PolicyLossInputs in;
         in.tokens = rs.tokens;
         in.old_logprobs =

@@ -1,6 +1,9 @@
 #include "grpo/trainer/model.h"
 
 #include <cmath>
+#include <map>
+
+#include "grpo/trainer/expert_parallel.h"
 
 namespace grpo::trainer {
 namespace {
@@ -105,17 +108,22 @@ at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, cons
   return o_proj->forward(out);
 }
 
-MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options)
+MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options,
+                   const ExpertShard& shard)
     : num_experts(spec.num_experts),
       top_k(spec.experts_per_token),
+      expert_begin(shard.begin),
+      ep_group(shard.group),
       norm_topk_prob(spec.norm_topk_prob),
       load(static_cast<std::size_t>(spec.num_experts), 0) {
   const std::int64_t h = spec.hidden_size;
   gate = register_module("gate", std::make_shared<Linear>(h, spec.num_experts, false, options));
-  auto list = register_module("experts", torch::nn::ModuleList());
-  for (std::int64_t e = 0; e < spec.num_experts; ++e) {
+  // Named by global index, so a shard's parameters carry the unsharded model's names.
+  auto holder = register_module("experts", std::make_shared<torch::nn::Module>("Experts"));
+  const std::int64_t end = shard.end < 0 ? spec.num_experts : shard.end;
+  for (std::int64_t e = shard.begin; e < end; ++e) {
     experts.push_back(std::make_shared<SwiGlu>(h, spec.moe_ffn_hidden_size, options));
-    list->push_back(experts.back());
+    holder->register_module(std::to_string(e), experts.back());
   }
   if (spec.num_shared_experts > 0) {
     // Qwen2-MoE has one shared expert whose width is the sum of the shared experts' widths.
@@ -139,23 +147,24 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
     router_logits = router_logits + bias;
   }
   kernels::RouterOutput r = ops.route(router_logits, top_k, norm_topk_prob, valid);
-
-  // The router's permutation groups the (token, slot) pairs by expert: one gather, each expert on
-  // its contiguous slice, one scatter-add (in expert order per token, as a per-expert loop adds).
-  at::Tensor offsets = r.expert_offsets.to(at::kCPU);
-  const auto* off = offsets.data_ptr<std::int64_t>();
-  at::Tensor x_sorted = x.index_select(0, r.sorted_tokens);
-  at::Tensor w_sorted =
-      r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
-  std::vector<at::Tensor> ys;
-  for (std::int64_t e = 0; e < num_experts; ++e) {
-    const std::int64_t begin = off[e];
-    const std::int64_t count = off[e + 1] - begin;
-    if (count == 0) continue;
-    ys.push_back(experts[static_cast<std::size_t>(e)]->forward(x_sorted.narrow(0, begin, count)));
+  at::Tensor out = ep_group != nullptr ? experts_parallel(x, r) : at::zeros_like(x);
+  if (ep_group == nullptr) {
+    // The router's permutation groups the (token, slot) pairs by expert: one gather, each expert on
+    // its contiguous slice, one scatter-add (in expert order per token, as a per-expert loop adds).
+    at::Tensor offsets = r.expert_offsets.to(at::kCPU);
+    const auto* off = offsets.data_ptr<std::int64_t>();
+    at::Tensor x_sorted = x.index_select(0, r.sorted_tokens);
+    at::Tensor w_sorted =
+        r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
+    std::vector<at::Tensor> ys;
+    for (std::int64_t e = 0; e < num_experts; ++e) {
+      const std::int64_t begin = off[e];
+      const std::int64_t count = off[e + 1] - begin;
+      if (count == 0) continue;
+      ys.push_back(experts[static_cast<std::size_t>(e)]->forward(x_sorted.narrow(0, begin, count)));
+    }
+    if (!ys.empty()) out = out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
   }
-  at::Tensor out = at::zeros_like(x);
-  if (!ys.empty()) out = out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
   if (shared_expert) {
     at::Tensor s = shared_expert->forward(x);
     if (shared_expert_gate) s = at::sigmoid(shared_expert_gate->forward(x)) * s;
@@ -181,8 +190,30 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
   return out;
 }
 
+at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const {
+  // Every rank of the group sees every token of the group (gathered), runs its own experts on the
+  // pairs routed to them and sends back the weighted outputs, summed over the group.
+  Communicator& group = *ep_group;
+  const std::vector<std::int64_t> counts = gather_counts(x.size(0), group);
+  at::Tensor xs = gather_rows(x, counts, group);
+  at::Tensor ws = gather_rows(r.weights.to(x.scalar_type()), counts, group);
+  at::Tensor ids = gather_rows(r.indices, counts, group);
+  // The zero terms keep this rank's backward a collective even when no pair reached its experts.
+  at::Tensor ys = xs * 0.0 + ws.sum() * 0.0;
+  for (std::size_t i = 0; i < experts.size(); ++i) {
+    const std::int64_t e = expert_begin + static_cast<std::int64_t>(i);
+    at::Tensor hit = (ids == e).nonzero();  // [P, 2] (token, slot), in token order
+    if (hit.size(0) == 0) continue;
+    at::Tensor tok = hit.select(1, 0);
+    at::Tensor slot = hit.select(1, 1);
+    at::Tensor w = ws.index({tok, slot}).unsqueeze(1);
+    ys = ys.index_add(0, tok, experts[i]->forward(xs.index_select(0, tok)) * w);
+  }
+  return reduce_scatter_rows(ys, counts, group);
+}
+
 DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
-                           const at::TensorOptions& options)
+                           const at::TensorOptions& options, const ExpertShard& shard)
     : index(index_in) {
   input_layernorm = register_module(
       "input_layernorm", std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
@@ -191,7 +222,7 @@ DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
       register_module("post_attention_layernorm",
                       std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
   if (spec.is_moe() && index >= spec.first_k_dense_layers) {
-    moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options));
+    moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options, shard));
   } else {
     mlp = register_module(
         "mlp", std::make_shared<SwiGlu>(spec.hidden_size, spec.ffn_hidden_size, options));
@@ -214,12 +245,13 @@ at::Tensor DecoderLayer::forward(const kernels::Ops& ops, const at::Tensor& x,
   return h + mlp->forward(normed);
 }
 
-Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options) {
+Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options,
+                   const ExpertShard& shard) {
   embed_tokens = register_module(
       "embed_tokens", std::make_shared<Embedding>(spec.vocab_size, spec.hidden_size, options));
   auto list = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < spec.num_layers; ++i) {
-    layers.push_back(std::make_shared<DecoderLayer>(spec, i, options));
+    layers.push_back(std::make_shared<DecoderLayer>(spec, i, options, shard));
     list->push_back(layers.back());
   }
   norm = register_module("norm",
@@ -227,9 +259,11 @@ Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options
 }
 
 QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
-                     const at::TensorOptions& options, at::Generator* init_gen)
-    : spec_(spec), ops_(ops) {
-  model_ = register_module("model", std::make_shared<Backbone>(spec, options));
+                     const at::TensorOptions& options, at::Generator* init_gen,
+                     const ExpertShard& shard)
+    : spec_(spec), ops_(ops), shard_(shard) {
+  if (shard_.end < 0) shard_.end = spec.num_experts;
+  model_ = register_module("model", std::make_shared<Backbone>(spec, options, shard_));
   if (!spec.tied_embeddings) {
     lm_head_ = register_module(
         "lm_head", std::make_shared<Linear>(spec.hidden_size, spec.vocab_size, false, options));
@@ -243,7 +277,7 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
 
   if (options.device().is_meta()) return;
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : named_params()) {
+  auto init = [&](const std::string& name, at::Tensor p) {
     const bool is_norm = name.find("norm.weight") != std::string::npos;
     const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
     if (is_norm) {
@@ -255,7 +289,25 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
     } else {
       p.normal_(0.0, kInitStd);
     }
+  };
+  if (!expert_parallel()) {
+    for (auto& [name, p] : named_params()) init(name, p);
+    return;
   }
+  // Walk the unsharded model's parameters in order, drawing the ones held elsewhere into a
+  // scratch tensor, so the generator advances exactly as it does for the whole model.
+  std::map<std::string, at::Tensor> mine;
+  for (auto& [name, p] : named_params()) mine.emplace(name, p);
+  const QwenModel whole(spec, ops, options.device(at::kMeta), nullptr);
+  for (const auto& [name, meta] : whole.named_params()) {
+    auto it = mine.find(name);
+    init(name, it != mine.end() ? it->second
+                                : at::empty(meta.sizes(), options.device(inv_freq_.device())));
+  }
+}
+
+bool QwenModel::all_ranks(bool mine) const {
+  return shard_.group == nullptr ? mine : trainer::all_ranks(mine, *shard_.group);
 }
 
 ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& positions,

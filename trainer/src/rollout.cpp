@@ -76,16 +76,22 @@ Generation generate(QwenModel& model, const PromptBatch& prompts, std::int64_t m
 
   at::Tensor finished = at::zeros({b}, at::kBool);
   std::int64_t steps = 0;
+  bool done_here = false;  // every row of this rank has finished
   for (std::int64_t t = 0; t < max_new; ++t) {
-    at::Tensor tok = sample_next(logits, params, gen);
     at::Tensor live = finished.logical_not();
+    // A rank whose rows have all finished keeps stepping (padding) while its expert-parallel
+    // peers still decode, without drawing from its generator: its stream stays where a rank
+    // that stopped would leave it.
+    at::Tensor tok =
+        done_here ? at::full({b}, Tokenizer::kPad, at::kLong) : sample_next(logits, params, gen);
     tok = at::where(live, tok, at::full({}, Tokenizer::kPad, at::kLong));
     seq.select(1, p_len + t).copy_(tok);
     key_valid.select(1, p_len + t).copy_(live);
     finished = finished.logical_or(tok == Tokenizer::kEos);
     steps = t + 1;
     if (progress) progress(steps);
-    if (t + 1 == max_new || finished.all().item<bool>()) break;
+    done_here = finished.all().item<bool>();
+    if (t + 1 == max_new || model.all_ranks(done_here)) break;
 
     const std::int64_t len = p_len + t + 1;
     if (use_kv_cache) {

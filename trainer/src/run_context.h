@@ -22,6 +22,7 @@
 #include "grpo/trainer/faults.h"
 #include "grpo/trainer/grpo.h"
 #include "grpo/trainer/model.h"
+#include "grpo/trainer/parallel.h"
 #include "grpo/trainer/tasks.h"
 #include "grpo/trainer/telemetry.h"
 #include "grpo/trainer/tensor_io.h"
@@ -54,8 +55,6 @@ struct TrainState {
   std::int64_t step = 0;         // completed steps (SFT and GRPO)
   std::int64_t data_cursor = 0;  // train examples consumed, all ranks together
   bool grpo_started = false;
-
-  std::string weights_sha256() const { return tensors_sha256(model->named_params()); }
 };
 
 // The run's environment: everything a step needs besides the training state.
@@ -72,6 +71,7 @@ struct RunContext {
   int rank;
   int world;
   std::unique_ptr<TaskData> data;  // set up by the run loop
+  ParallelState par;               // the layout this rank runs (set up by the run loop)
   std::string phase = "setup";
 
   // Sets the phase and sends a heartbeat for it.

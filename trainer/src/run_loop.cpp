@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "full_model.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/system_info.h"
 #include "run_control.h"
@@ -34,7 +35,12 @@ void TrainingRun::setup() {
   if (cfg.device == "cuda") opts = opts.device(at::kCUDA);
   // Every rank draws the same initial weights (and rank 0's are broadcast anyway).
   at::Generator init_gen = compat::make_cpu_generator(static_cast<std::uint64_t>(cfg.seed));
-  state_.model = std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen);
+  ExpertShard shard;
+  if (ctx_.par.ep) {
+    const auto [first, last] = ctx_.par.local_experts(ctx_.spec.num_experts);
+    shard = ExpertShard{first, last, ctx_.par.ep.get()};
+  }
+  state_.model = std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen, shard);
   state_.optim = std::make_unique<AdamW>(state_.model->named_params());
   state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.rank));
 }
@@ -73,6 +79,32 @@ void TrainingRun::report_step(std::int64_t s, bool sft, const StepMetrics& m) {
 
 int TrainingRun::run() {
   const TrainerConfig& cfg = ctx_.cfg;
+  const bootstrap::WorldInfo& world = boot_->world();
+  auto par = make_parallel_state(*ctx_.comm, dims_from_config(cfg, ctx_.world),
+                                 world.world_size > 1 ? world.local_world_size : 1,
+                                 world.world_size > 1 ? world.local_rank : 0);
+  if (!par.ok()) return fail(par.error());
+  ctx_.par = std::move(par).value();
+  if (ctx_.rank == 0) {
+    const core::ParallelDims& d = ctx_.par.dims;
+    ctx_.tel.emit("layout",
+                  {{"tp", d.tp},
+                   {"pp", d.pp},
+                   {"cp", d.cp},
+                   {"dp", d.dp},
+                   {"ep", d.ep},
+                   {"etp", d.etp},
+                   {"edp", d.edp()},
+                   {"sequence_parallel", cfg.sequence_parallel},
+                   {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
+                   {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
+                   {"token_exchange", d.ep > 1 ? "all-gather" : "none"}});
+  }
+  spdlog::info("layout {}{}", ctx_.par.describe(),
+               ctx_.par.ep ? fmt::format(", experts {}..{} on this rank",
+                                         ctx_.par.local_experts(ctx_.spec.num_experts).first,
+                                         ctx_.par.local_experts(ctx_.spec.num_experts).second - 1)
+                           : "");
   setup();
   if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
     spdlog::error("resume failed: {}", st.error().message);
@@ -125,7 +157,9 @@ int TrainingRun::run() {
     m.fields["data_cursor"] = state_.data_cursor;
     if (val) m.fields["val_reward"] = *val;
     if (cfg.checksum_freq > 0 && s % cfg.checksum_freq == 0) {
-      m.fields["weights_sha256"] = state_.weights_sha256();
+      auto sha = full_weights_sha256(ctx_, *state_.model);
+      if (!sha.ok()) return fail(sha.error());
+      m.fields["weights_sha256"] = *sha;
     }
     report_step(s, sft, m);
 
@@ -153,7 +187,9 @@ int TrainingRun::run() {
       return kExitStopped;
     }
   }
-  const std::string sha = state_.weights_sha256();
+  auto final_sha = full_weights_sha256(ctx_, *state_.model);
+  if (!final_sha.ok()) return fail(final_sha.error());
+  const std::string& sha = *final_sha;
   spdlog::info("training done at step {}; weights sha256 {}", state_.step, sha);
   ctx_.tel.emit("done", {{"step", state_.step}, {"weights_sha256", sha}, {"exit_code", kExitOk}});
   return kExitOk;

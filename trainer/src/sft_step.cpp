@@ -11,8 +11,10 @@ namespace grpo::trainer {
 core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccumulator& acc) {
   const TrainerConfig& cfg = ctx.cfg;
   const auto bucket = static_cast<std::int64_t>(cfg.bucket_mb * 1024 * 1024);
+  const ExpertGroups groups{ctx.par.ep.get(), ctx.par.edp.get()};
   GRPO_TRY(double norm,
-           reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip));
+           reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip,
+                                     st.model->expert_parallel() ? &groups : nullptr));
   acc.add("grad_norm", norm);
   if (!std::isfinite(norm)) {
     // As verl: skip the update when the gradient is not finite (same decision on every rank,

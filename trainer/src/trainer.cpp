@@ -17,12 +17,15 @@
 
 #include "grpo/bootstrap/bootstrap.h"
 #include "grpo/core/catalog.h"
+#include "grpo/core/trainer_args.h"
 #include "grpo/io/files.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/config.h"
 #include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/expert_parallel.h"
 #include "grpo/trainer/faults.h"
 #include "grpo/trainer/model_source.h"
+#include "grpo/trainer/parallel.h"
 #include "grpo/trainer/system_info.h"
 #include "grpo/trainer/tasks.h"
 #include "grpo/trainer/telemetry.h"
@@ -158,6 +161,11 @@ int run_trainer(const TrainerOptions& options) {
     }
     auto spec = load_spec(options, cfg);
     if (!spec.ok()) return config_error(spec.error());
+    if (const std::string why =
+            core::embedded_trainer_unsupported(dims_from_config(cfg, world.world_size), *spec);
+        !why.empty()) {
+      return config_error(make_error(ErrorKind::kInvalidValue, why));
+    }
     if (cfg.device == "cuda" && !compat::cuda_available()) {
       return config_error(make_error(ErrorKind::kInvalidValue,
                                      "trainer.device = cuda but no CUDA device is available"));
@@ -247,6 +255,14 @@ int run_trainer(const TrainerOptions& options) {
   } catch (const ExitRequest& e) {
     spdlog::warn("{} (exit {})", e.message, e.code);
     return e.code;
+  } catch (const CollectiveError& e) {
+    const std::string phase = trainer ? trainer->phase() : "setup";
+    spdlog::error("step {} ({}): {}", trainer ? trainer->current_step() : 0, phase, e.what());
+    tel.emit("COMM_ERROR", {{"step", trainer ? trainer->current_step() : 0},
+                            {"phase", phase},
+                            {"message", e.what()},
+                            {"exit_code", kExitComm}});
+    return kExitComm;
   } catch (const std::bad_alloc&) {
     const std::string phase = trainer ? trainer->phase() : "setup";
     spdlog::error("OOM_ERROR in phase {}: std::bad_alloc", phase);

@@ -38,4 +38,32 @@ bool tp_groups_within_nodes(const RankMap& map) {
   return true;
 }
 
+std::vector<int> group_members(const RankMap& map, int rank, GroupKind kind) {
+  const RankCoords& me = map.ranks.at(static_cast<std::size_t>(rank));
+  auto same = [&](const RankCoords& r) {
+    switch (kind) {
+      case GroupKind::kTp:
+        return r.cp == me.cp && r.dp == me.dp && r.pp == me.pp;
+      case GroupKind::kCp:
+        return r.tp == me.tp && r.dp == me.dp && r.pp == me.pp;
+      case GroupKind::kDp:
+        return r.tp == me.tp && r.cp == me.cp && r.pp == me.pp;
+      case GroupKind::kPp:
+        return r.tp == me.tp && r.cp == me.cp && r.dp == me.dp;
+      case GroupKind::kEtp:
+        return r.ep == me.ep && r.edp == me.edp && r.pp == me.pp;
+      case GroupKind::kEp:
+        return r.etp == me.etp && r.edp == me.edp && r.pp == me.pp;
+      case GroupKind::kEdp:
+        return r.etp == me.etp && r.ep == me.ep && r.pp == me.pp;
+    }
+    return false;
+  };
+  std::vector<int> out;
+  for (const RankCoords& r : map.ranks) {
+    if (same(r)) out.push_back(r.global_rank);
+  }
+  return out;
+}
+
 }  // namespace grpo::core

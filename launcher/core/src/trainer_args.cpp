@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <numeric>
 
 namespace grpo::core {
 
@@ -25,6 +26,49 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
       "data.max_response_length=" + std::to_string(w.max_response_length),
       std::string("actor_rollout_ref.actor.use_kl_loss=") + (w.use_kl_loss ? "true" : "false"),
   };
+}
+
+std::vector<std::string> trainer_layout_settings(const Layout& layout) {
+  const ParallelDims& d = layout.dims;
+  const std::string m = "actor_rollout_ref.actor.megatron.";
+  return {
+      m + "tensor_model_parallel_size=" + std::to_string(d.tp),
+      m + "pipeline_model_parallel_size=" + std::to_string(d.pp),
+      m + "context_parallel_size=" + std::to_string(d.cp),
+      m + "expert_model_parallel_size=" + std::to_string(d.ep),
+      m + "expert_tensor_parallel_size=" + std::to_string(d.etp),
+      m + "sequence_parallel=" + (layout.sequence_parallel ? "true" : "false"),
+      "actor_rollout_ref.rollout.tensor_model_parallel_size=" + std::to_string(layout.rollout_tp),
+  };
+}
+
+std::string embedded_trainer_unsupported(const ParallelDims& d, const ModelSpec& model) {
+  std::string missing;
+  auto need = [&](int v, const char* name) {
+    if (v > 1)
+      missing += (missing.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(v);
+  };
+  need(d.tp, "TP");
+  need(d.pp, "PP");
+  need(d.cp, "CP");
+  need(d.etp, "ETP");
+  if (!missing.empty()) {
+    return "the embedded trainer runs data and expert parallelism only; this layout needs " +
+           missing + " (set them to 1, or run your own trainer with --trainer-cmd)";
+  }
+  if (d.ep > 1 && !model.is_moe()) {
+    return "EP=" + std::to_string(d.ep) + " needs a mixture-of-experts model; " + model.name +
+           " is dense";
+  }
+  if (d.ep > 1 && model.num_experts % d.ep != 0) {
+    return "EP=" + std::to_string(d.ep) + " does not divide the " +
+           std::to_string(model.num_experts) + " experts of " + model.name;
+  }
+  return {};
+}
+
+int layout_world_unit(const ParallelDims& d) {
+  return std::lcm(d.tp * d.cp * d.pp, d.etp * d.ep * d.pp);
 }
 
 std::vector<int> batch_divisors(const Plan& plan, const std::vector<std::string>& trainer_sets) {

@@ -57,6 +57,7 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["offload_supported"] = c.offload_supported;
   j["min_nodes"] = c.min_nodes;
   j["divisible_by"] = c.divisible_by;
+  j["world_unit"] = c.world_unit;
   j["stop_grace_s"] = c.stop_grace_s;
   j["checkpoint_timeout_s"] = c.checkpoint_timeout_s;
   j["end_margin_s"] = c.end_margin_s;
@@ -101,6 +102,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.offload_supported = j.value("offload_supported", c.offload_supported);
     c.min_nodes = j.value("min_nodes", c.min_nodes);
     c.divisible_by = j.value("divisible_by", c.divisible_by);
+    c.world_unit = j.value("world_unit", c.world_unit);
     c.stop_grace_s = j.value("stop_grace_s", c.stop_grace_s);
     c.checkpoint_timeout_s = j.value("checkpoint_timeout_s", c.checkpoint_timeout_s);
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
@@ -111,7 +113,8 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
   if (c.budget.max_restarts < 0 || c.budget.no_progress_restarts < 1 ||
       c.budget.backoff_base_s < 0 || c.budget.backoff_max_s < 0 ||
       (c.hang.timeout_s && *c.hang.timeout_s <= 0) || c.stop_grace_s < 0 ||
-      (c.micro_batch && *c.micro_batch < 1) || c.min_nodes < 0 || c.straggler.consecutive < 1) {
+      (c.micro_batch && *c.micro_batch < 1) || c.min_nodes < 0 || c.world_unit < 1 ||
+      c.straggler.consecutive < 1) {
     return make_error(ErrorKind::kInvalidValue, "a setting is out of range", where);
   }
   return c;
@@ -354,7 +357,7 @@ int Supervisor::usable_nodes(int available) const {
   int n = std::min(available, o_.nodes);
   for (; n >= 1; --n) {
     const int world = n * o_.ranks_per_node;
-    bool ok = true;
+    bool ok = o_.config.world_unit < 1 || world % o_.config.world_unit == 0;
     for (int d : o_.config.divisible_by) {
       if (d > 0 && d % world != 0) ok = false;
     }

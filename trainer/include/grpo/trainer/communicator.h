@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "grpo/bootstrap/bootstrap.h"
 #include "grpo/core/result.h"
@@ -27,6 +28,14 @@ class Communicator {
   // In place: every rank ends with root's values (same shape and dtype on every rank).
   virtual core::Status broadcast(at::Tensor& tensor, int root) = 0;
   virtual core::Status barrier() = 0;
+  // `out` (contiguous, [world * n, ...]) receives every rank's `in` ([n, ...], the same shape on
+  // every rank) in rank order.
+  virtual core::Status allgather(const at::Tensor& in, at::Tensor& out) = 0;
+  // A communicator over `members` (global ranks of this world, ascending, this rank among them).
+  // Only the members call it, once per group, with a `name` unique among the world's groups; its
+  // rank() is this rank's index in `members`. Errors: kUnavailable.
+  virtual core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
+                                                               const std::string& name) = 0;
 };
 
 // World of one: every collective is the identity.
@@ -37,7 +46,10 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
 class TimedCommunicator final : public Communicator {
  public:
-  explicit TimedCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  // Subgroups made through a TimedCommunicator add their time to the same total.
+  explicit TimedCommunicator(std::unique_ptr<Communicator> inner,
+                             std::shared_ptr<double> total = std::make_shared<double>(0.0))
+      : inner_(std::move(inner)), seconds_(std::move(total)) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   std::string backend() const override { return inner_->backend(); }
@@ -45,11 +57,14 @@ class TimedCommunicator final : public Communicator {
   core::Status allreduce_max(at::Tensor& tensor) override;
   core::Status broadcast(at::Tensor& tensor, int root) override;
   core::Status barrier() override;
-  double seconds() const { return seconds_; }  // inside collectives so far
+  core::Status allgather(const at::Tensor& in, at::Tensor& out) override;
+  core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
+                                                       const std::string& name) override;
+  double seconds() const { return *seconds_; }  // inside collectives so far
 
  private:
   std::unique_ptr<Communicator> inner_;
-  double seconds_ = 0;
+  std::shared_ptr<double> seconds_;
 };
 
 struct CommOptions {

@@ -59,6 +59,17 @@ struct TrainerConfig {
   std::int64_t lr_warmup_steps = 10;
   double moe_aux_loss_coef = 0.01;
 
+  // actor_rollout_ref.actor.megatron: the plan's layout (docs/parallelism.md); DP is the rest
+  std::int64_t tensor_model_parallel_size = 1;
+  std::int64_t pipeline_model_parallel_size = 1;
+  std::int64_t context_parallel_size = 1;
+  std::int64_t expert_model_parallel_size = 1;
+  std::int64_t expert_tensor_parallel_size = 1;
+  bool sequence_parallel = false;
+  // actor_rollout_ref.rollout: the rollout engine's TP (the embedded rollout runs at the
+  // training layout; recorded in the layout event)
+  std::int64_t rollout_tensor_model_parallel_size = 1;
+
   // algorithm
   std::string adv_estimator = "grpo";
   bool norm_adv_by_std_in_grpo = true;

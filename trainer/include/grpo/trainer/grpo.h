@@ -80,10 +80,25 @@ class AdamW {
   std::int64_t steps_ = 0;
 };
 
+// Under expert parallelism: the groups that hold the other experts (ep) and the replicas of
+// this rank's experts (edp; null when there is none).
+struct ExpertGroups {
+  Communicator* ep = nullptr;
+  Communicator* edp = nullptr;
+};
+
+// Whether a parameter (or optimizer state) name is one of an MoE layer's experts
+// ("....mlp.experts.5.up_proj.weight"); returns the expert's index, or -1.
+std::int64_t expert_index(const std::string& name);
+
 // Averages every parameter's gradient over the ranks (flattened into buckets of about
 // bucket_bytes), then clips the global norm to max_norm. Returns the norm before clipping.
-// Undefined gradients become zeros first. Errors: the communicator's.
+// Undefined gradients become zeros first. With `experts`, the expert parameters (this rank's
+// shard) are summed over experts->edp instead, divided by the world size like the others (each
+// already holds the gradient of every rank of its EP group), and their squares summed over
+// experts->ep in the norm. Errors: the communicator's.
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
-                                               std::int64_t bucket_bytes, double max_norm);
+                                               std::int64_t bucket_bytes, double max_norm,
+                                               const ExpertGroups* experts = nullptr);
 
 }  // namespace grpo::trainer

@@ -16,6 +16,7 @@
 
 #include "grpo/core/model_spec.h"
 #include "grpo/kernels/ops.h"
+#include "grpo/trainer/communicator.h"
 #include "grpo/trainer/torch_compat.h"
 
 namespace grpo::trainer {
@@ -37,6 +38,15 @@ struct ModelOutput {
 struct ExpertLoad {
   std::int64_t layer = 0;
   std::vector<std::int64_t> tokens_per_expert;
+};
+
+// Expert parallelism: this rank holds experts [begin, end) of every MoE layer (registered under
+// their global index, "mlp.experts.5.up_proj.weight") and exchanges tokens with the other ranks
+// of `group` (expert_parallel.h). The default holds every expert and exchanges nothing.
+struct ExpertShard {
+  std::int64_t begin = 0;
+  std::int64_t end = -1;          // -1: num_experts
+  Communicator* group = nullptr;  // the EP group; null: every expert is local
 };
 
 class Linear : public torch::nn::Module {
@@ -84,25 +94,32 @@ class Attention : public torch::nn::Module {
 
 class MoeBlock : public torch::nn::Module {
  public:
-  MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options);
+  MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard);
   // x [N, H]; valid [N] bool marks the tokens that count for the aux loss and the load stats
   // (undefined: all). Returns [N, H] and adds this layer's aux loss to *aux.
   at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
                      at::Tensor* aux);
-  std::shared_ptr<Linear> gate;  // router, hidden -> experts, no bias
-  std::vector<std::shared_ptr<SwiGlu>> experts;
-  std::shared_ptr<SwiGlu> shared_expert;       // null without a shared expert
-  std::shared_ptr<Linear> shared_expert_gate;  // null without the sigmoid gate
+  std::shared_ptr<Linear> gate;                  // router, hidden -> experts, no bias
+  std::vector<std::shared_ptr<SwiGlu>> experts;  // the local ones: global index expert_begin + i
+  std::shared_ptr<SwiGlu> shared_expert;         // null without a shared expert
+  std::shared_ptr<Linear> shared_expert_gate;    // null without the sigmoid gate
   std::int64_t num_experts, top_k;
+  std::int64_t expert_begin = 0;
+  Communicator* ep_group = nullptr;
   bool norm_topk_prob;
   bool collect_load = false;
   std::vector<std::int64_t> load;  // accumulated tokens per expert while collect_load
   double force_bias = 0.0;         // fault injection: added to expert 0's router logit
+
+ private:
+  // The expert outputs of x's tokens, weighted, with experts spread over the EP group.
+  at::Tensor experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const;
 };
 
 class DecoderLayer : public torch::nn::Module {
  public:
-  DecoderLayer(const core::ModelSpec& spec, std::int64_t index, const at::TensorOptions& options);
+  DecoderLayer(const core::ModelSpec& spec, std::int64_t index, const at::TensorOptions& options,
+               const ExpertShard& shard);
   at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& valid,
                      KvCache* cache, at::Tensor* aux);
@@ -116,7 +133,7 @@ class DecoderLayer : public torch::nn::Module {
 // The backbone: registered as "model" inside QwenModel so names match Hugging Face.
 class Backbone : public torch::nn::Module {
  public:
-  Backbone(const core::ModelSpec& spec, const at::TensorOptions& options);
+  Backbone(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard);
   std::shared_ptr<Embedding> embed_tokens;
   std::vector<std::shared_ptr<DecoderLayer>> layers;
   std::shared_ptr<RmsNorm> norm;
@@ -126,9 +143,11 @@ class QwenModel : public torch::nn::Module {
  public:
   // Parameters are created with `options` (dtype, device). On the meta device nothing is
   // allocated and no initialization runs; otherwise weights are drawn from N(0, 0.02) with
-  // `init_gen` (norm weights 1, biases 0), as Hugging Face initializes Qwen models.
+  // `init_gen` (norm weights 1, biases 0), as Hugging Face initializes Qwen models. With an
+  // expert shard the draws are those of the whole model (a sharded model starts with the
+  // unsharded one's values for the experts it holds).
   QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops, const at::TensorOptions& options,
-            at::Generator* init_gen);
+            at::Generator* init_gen, const ExpertShard& shard = {});
 
   // tokens [B, T] int64, positions [B, T] int64 (RoPE positions), key_valid [B, Tk] bool where
   // Tk = cache length + T (which key slots hold real tokens; causality is added here), valid
@@ -152,11 +171,18 @@ class QwenModel : public torch::nn::Module {
   std::vector<std::pair<std::string, at::Tensor>> named_params() const;
 
   const core::ModelSpec& spec() const { return spec_; }
+  const ExpertShard& expert_shard() const { return shard_; }
+  // Whether forward passes are collectives of an EP group (every rank of it must run the same
+  // sequence of forward and backward passes).
+  bool expert_parallel() const { return shard_.group != nullptr; }
+  // Whether `mine` holds on every rank that runs forward passes with this one.
+  bool all_ranks(bool mine) const;
   const kernels::Ops& ops() const { return ops_; }
 
  private:
   core::ModelSpec spec_;
   const kernels::Ops& ops_;
+  ExpertShard shard_;
   std::shared_ptr<Backbone> model_;
   std::shared_ptr<Linear> lm_head_;  // null when tied
   at::Tensor inv_freq_;              // [head_dim / 2], not a parameter

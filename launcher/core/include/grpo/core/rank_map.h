@@ -24,4 +24,13 @@ RankMap build_rank_map(int nodes, int ranks_per_node, const ParallelDims& dims);
 // True when every TP (and ETP) group lies inside one node.
 bool tp_groups_within_nodes(const RankMap& map);
 
+// The process groups of Megatron-Core's two views of the ranks: the dense view (tp, cp, dp, pp)
+// and the expert view (etp, ep, edp, pp). A group holds the ranks that differ from `rank` only in
+// that one coordinate.
+enum class GroupKind { kTp, kCp, kDp, kPp, kEtp, kEp, kEdp };
+
+// The global ranks of `rank`'s group of `kind`, ascending: a rank's index in the list is its rank
+// inside the group (its coordinate of that kind).
+std::vector<int> group_members(const RankMap& map, int rank, GroupKind kind);
+
 }  // namespace grpo::core

@@ -24,6 +24,22 @@ bool is_trainer_key(std::string_view key);
 // it (and halves it after an out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
 
+// The plan's layout for grpo-trainer under verl's keys: actor_rollout_ref.actor.megatron.
+// {tensor,pipeline,context,expert,expert_tensor}_model_parallel_size (expert_tensor_parallel_size
+// for ETP), actor_rollout_ref.actor.megatron.sequence_parallel and
+// actor_rollout_ref.rollout.tensor_model_parallel_size. The data-parallel size is what remains of
+// the world (the supervisor may shrink it).
+std::vector<std::string> trainer_layout_settings(const Layout& layout);
+
+// Why the embedded trainer cannot run `dims` for `model` (one line), or empty when it can. It runs
+// data parallelism and expert parallelism (experts split evenly over EP, tokens exchanged inside
+// the EP group); tensor, pipeline, context and expert-tensor parallelism are not built yet.
+std::string embedded_trainer_unsupported(const ParallelDims& dims, const ModelSpec& model);
+
+// The world size must be a multiple of this for `dims` to stay legal when data parallelism
+// shrinks: lcm(tp * cp * pp, etp * ep * pp).
+int layout_world_unit(const ParallelDims& dims);
+
 // grpo-trainer's defaults of the other batch sizes that must divide by the number of ranks.
 inline constexpr std::int64_t kTrainerDefaultSftBatchSize = 64;  // trainer.sft_batch_size
 inline constexpr std::int64_t kTrainerDefaultValSize = 256;      // data.val_size

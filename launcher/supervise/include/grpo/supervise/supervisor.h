@@ -52,6 +52,7 @@ struct SupervisorConfig {
   bool offload_supported = false;   // the embedded trainer cannot offload
   int min_nodes = 0;                // fewest nodes the plan runs on (0: all of them)
   std::vector<int> divisible_by;    // batch sizes the world size must divide when DP shrinks
+  int world_unit = 1;               // the world size stays a multiple of this (TP x PP x CP, EP)
   double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
   double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
   double end_margin_s = 0;          // yield this long before the job's end time (0: derived)

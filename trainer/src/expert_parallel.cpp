@@ -1,0 +1,110 @@
+#include "grpo/trainer/expert_parallel.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace grpo::trainer {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+void check(const core::Status& st) {
+  if (!st.ok()) throw CollectiveError("expert-parallel " + st.error().message);
+}
+
+std::int64_t offset_of(const std::vector<std::int64_t>& counts, int rank) {
+  std::int64_t off = 0;
+  for (int r = 0; r < rank; ++r) off += counts[static_cast<std::size_t>(r)];
+  return off;
+}
+
+at::Tensor gather_raw(const at::Tensor& x, const std::vector<std::int64_t>& counts,
+                      Communicator& group) {
+  const std::int64_t most =
+      std::max<std::int64_t>(1, *std::max_element(counts.begin(), counts.end()));
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape[0] = most;
+  at::Tensor padded = at::zeros(shape, x.options());
+  padded.narrow(0, 0, x.size(0)).copy_(x);
+  shape[0] = most * group.world_size();
+  at::Tensor all = at::empty(shape, x.options());
+  check(group.allgather(padded, all));
+  std::vector<at::Tensor> parts;
+  for (int r = 0; r < group.world_size(); ++r) {
+    parts.push_back(all.narrow(0, r * most, counts[static_cast<std::size_t>(r)]));
+  }
+  return at::cat(parts);
+}
+
+at::Tensor reduce_raw(const at::Tensor& y, const std::vector<std::int64_t>& counts,
+                      Communicator& group) {
+  at::Tensor sum = y.contiguous().clone();
+  check(group.allreduce_sum(sum));
+  const int me = group.rank();
+  return sum.narrow(0, offset_of(counts, me), counts[static_cast<std::size_t>(me)]).clone();
+}
+
+Communicator& group_of(AutogradContext* ctx) {
+  return *reinterpret_cast<Communicator*>(
+      static_cast<std::intptr_t>(ctx->saved_data["group"].toInt()));
+}
+
+void remember(AutogradContext* ctx, const std::vector<std::int64_t>& counts, Communicator& group) {
+  ctx->saved_data["counts"] = counts;
+  ctx->saved_data["group"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(&group));
+}
+
+struct GatherRows : public torch::autograd::Function<GatherRows> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x,
+                            const std::vector<std::int64_t>& counts, Communicator* group) {
+    remember(ctx, counts, *group);
+    return gather_raw(x, counts, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<std::int64_t> counts = ctx->saved_data["counts"].toIntVector();
+    return {reduce_raw(grads[0], counts, group_of(ctx)), at::Tensor(), at::Tensor()};
+  }
+};
+
+struct ReduceScatterRows : public torch::autograd::Function<ReduceScatterRows> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& y,
+                            const std::vector<std::int64_t>& counts, Communicator* group) {
+    remember(ctx, counts, *group);
+    return reduce_raw(y, counts, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<std::int64_t> counts = ctx->saved_data["counts"].toIntVector();
+    return {gather_raw(grads[0].contiguous(), counts, group_of(ctx)), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::vector<std::int64_t> gather_counts(std::int64_t rows, Communicator& group) {
+  at::Tensor mine = at::tensor({rows}, at::kLong);
+  at::Tensor all = at::empty({group.world_size()}, at::kLong);
+  check(group.allgather(mine, all));
+  return std::vector<std::int64_t>(all.data_ptr<std::int64_t>(),
+                                   all.data_ptr<std::int64_t>() + all.numel());
+}
+
+at::Tensor gather_rows(const at::Tensor& x, const std::vector<std::int64_t>& counts,
+                       Communicator& group) {
+  if (!x.requires_grad() || !at::GradMode::is_enabled()) return gather_raw(x, counts, group);
+  return GatherRows::apply(x, counts, &group);
+}
+
+at::Tensor reduce_scatter_rows(const at::Tensor& y, const std::vector<std::int64_t>& counts,
+                               Communicator& group) {
+  if (!y.requires_grad() || !at::GradMode::is_enabled()) return reduce_raw(y, counts, group);
+  return ReduceScatterRows::apply(y, counts, &group);
+}
+
+bool all_ranks(bool mine, Communicator& group) {
+  at::Tensor not_mine = at::tensor({mine ? 0 : 1}, at::kLong);
+  check(group.allreduce_max(not_mine));
+  return not_mine.item<std::int64_t>() == 0;
+}
+
+}  // namespace grpo::trainer

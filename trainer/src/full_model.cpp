@@ -1,0 +1,91 @@
+#include "full_model.h"
+
+#include "grpo/trainer/tensor_io.h"
+
+namespace grpo::trainer {
+using core::ErrorKind;
+using core::make_error;
+
+std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& model) {
+  const QwenModel whole(ctx.spec, model.ops(),
+                        at::TensorOptions().dtype(at::kFloat).device(at::kMeta), nullptr);
+  std::vector<FullTensor> out;
+  for (const auto& [name, meta] : whole.named_params()) {
+    FullTensor f{name, meta.sizes().vec(), 0};
+    const std::int64_t e = expert_index(name);
+    if (e >= 0 && model.expert_parallel())
+      f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params) {
+  std::vector<FullTensor> out;
+  for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
+    for (const FullTensor& p : params) out.push_back({prefix + p.name, p.shape, p.owner});
+  }
+  return out;
+}
+
+core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
+                         const NamedTensors& local, bool to_all,
+                         const std::function<void(const FullTensor&, const at::Tensor&)>& sink) {
+  torch::NoGradGuard no_grad;
+  const std::map<std::string, at::Tensor> mine(local.begin(), local.end());
+  for (const FullTensor& f : full) {
+    auto it = mine.find(f.name);
+    const bool held = f.owner == ctx.rank && it != mine.end();
+    // Rank 0's own tensors need no transfer unless every rank wants them.
+    if (f.owner == 0 && !to_all) {
+      if (ctx.rank == 0 && held) sink(f, it->second);
+      continue;
+    }
+    at::Tensor buf = held ? it->second.detach().clone() : at::empty(f.shape, at::kFloat);
+    GRPO_TRY_STATUS(ctx.comm->broadcast(buf, f.owner));
+    if (to_all || ctx.rank == 0) sink(f, buf);
+  }
+  return core::ok_status();
+}
+
+core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
+                          const std::map<std::string, at::Tensor>& source,
+                          const NamedTensors& local,
+                          const std::function<int(const FullTensor&)>& from) {
+  torch::NoGradGuard no_grad;
+  // Each root checks what it sends, and all ranks learn the first problem, so all fail alike.
+  std::int64_t bad = 0;  // 1 + the index of an entry this rank sends but lacks
+  for (std::size_t i = 0; i < full.size() && bad == 0; ++i) {
+    if (from(full[i]) != ctx.rank) continue;
+    auto it = source.find(full[i].name);
+    if (it == source.end() || it->second.sizes().vec() != full[i].shape) {
+      bad = static_cast<std::int64_t>(i) + 1;
+    }
+  }
+  at::Tensor flag = at::tensor({bad}, at::kLong);
+  GRPO_TRY_STATUS(ctx.comm->allreduce_max(flag));
+  if (const std::int64_t b = flag.item<std::int64_t>(); b > 0) {
+    return make_error(ErrorKind::kInvalidValue, "checkpoint lacks or mismatches tensor " +
+                                                    full[static_cast<std::size_t>(b - 1)].name);
+  }
+  std::map<std::string, at::Tensor> mine(local.begin(), local.end());
+  for (const FullTensor& f : full) {
+    const int root = from(f);
+    at::Tensor buf = ctx.rank == root ? source.at(f.name).to(at::kFloat).contiguous().clone()
+                                      : at::empty(f.shape, at::kFloat);
+    GRPO_TRY_STATUS(ctx.comm->broadcast(buf, root));
+    if (auto it = mine.find(f.name); it != mine.end()) it->second.copy_(buf);
+  }
+  return core::ok_status();
+}
+
+core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model) {
+  if (!model.expert_parallel()) return tensors_sha256(model.named_params());
+  NamedTensors all;
+  GRPO_TRY_STATUS(gather_full(
+      ctx, full_params(ctx, model), model.named_params(), true,
+      [&](const FullTensor& f, const at::Tensor& t) { all.emplace_back(f.name, t.clone()); }));
+  return tensors_sha256(all);
+}
+
+}  // namespace grpo::trainer

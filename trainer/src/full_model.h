@@ -1,0 +1,48 @@
+// The unsharded model seen from a sharded rank (internal to grpo_trainer): the parameter names and
+// shapes of the one-rank model in its order, which rank holds each, and the collectives that move
+// tensors between the shards and one full copy. Checkpoints are written and read in this full
+// form, so any layout loads any other layout's checkpoint (docs/checkpoint-format.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "grpo/core/result.h"
+#include "run_context.h"
+
+namespace grpo::trainer {
+
+struct FullTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  int owner = 0;  // the global rank that holds it (an expert's: a rank of rank 0's EP group)
+};
+
+// `model`'s unsharded parameters, in the one-rank model's order.
+std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& model);
+// AdamW's states of those parameters in AdamW::state()'s order: every exp_avg, then every
+// exp_avg_sq.
+std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params);
+
+// Collective over the world: every entry's tensor travels from its owner (whose `local` holds it
+// under the same name) to rank 0, or to every rank when `to_all`; `sink` sees it there, in order.
+core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
+                         const NamedTensors& local, bool to_all,
+                         const std::function<void(const FullTensor&, const at::Tensor&)>& sink);
+
+// Collective over the world: every entry travels from `from(entry)` (a rank whose `source` holds
+// it by name) to every rank, which copies it into its `local` tensor of that name, if it has one.
+// Errors: kInvalidValue when `source` lacks an entry or its shape differs (reported by every rank).
+core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
+                          const std::map<std::string, at::Tensor>& source,
+                          const NamedTensors& local,
+                          const std::function<int(const FullTensor&)>& from);
+
+// sha256 of the full weights in the one-rank order (tensor_io.h), the same whatever the layout.
+// Collective when the model is sharded.
+core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model);
+
+}  // namespace grpo::trainer
