@@ -1,0 +1,74 @@
+// The supervisor's child processes (child_process.h) as real processes: no descriptor leaks on
+// a failed spawn.
+#include "grpo/supervise/child_process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace grpo::supervise {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("grpo-child-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+int open_fds() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+// Every way spawn can fail after it opened descriptors closes all of them: a stderr file that
+// cannot be opened (the stdin pipe is already open then) and an exec failure.
+TEST(ChildSpawn, FailuresLeakNoDescriptors) {
+  const fs::path d = temp_dir("fds");
+  const fs::path not_a_program = d / "garbage";
+  std::ofstream(not_a_program) << "not an executable format\n";
+  fs::permissions(not_a_program, fs::perms::owner_all);
+  const int before = open_fds();
+  for (int i = 0; i < 3; ++i) {
+    ChildSpec bad_log;
+    bad_log.argv = {"/bin/true"};
+    bad_log.stdin_pipe = true;
+    bad_log.stderr_file = d / "no-such-dir" / "rank-0.log";
+    auto a = Child::spawn(bad_log);
+    ASSERT_FALSE(a.ok());
+    EXPECT_EQ(a.error().kind, core::ErrorKind::kIo);
+    EXPECT_NE(a.error().message.find("no-such-dir"), std::string::npos) << a.error().message;
+
+    ChildSpec exec_fails;
+    exec_fails.argv = {not_a_program.string()};
+    exec_fails.stdin_pipe = true;
+    auto b = Child::spawn(exec_fails);
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.error().kind, core::ErrorKind::kIo);
+    EXPECT_NE(b.error().message.find("cannot run " + not_a_program.string()), std::string::npos)
+        << b.error().message;
+
+    ChildSpec piped_stderr = exec_fails;
+    piped_stderr.stdin_pipe = false;
+    EXPECT_FALSE(Child::spawn(piped_stderr).ok());
+  }
+  EXPECT_EQ(open_fds(), before);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace grpo::supervise
