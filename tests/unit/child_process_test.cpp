@@ -1,5 +1,5 @@
 // The supervisor's child processes (child_process.h) as real processes: no descriptor leaks on
-// a failed spawn.
+// a failed spawn, no signal to a process group whose leader was reaped.
 #include "grpo/supervise/child_process.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +35,14 @@ int open_fds() {
   return n;
 }
 
+// The state letter of /proc/<pid>/stat ('S' sleeping, 'Z' zombie, ...); '?' when it is gone.
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+}
+
 // Every way spawn can fail after it opened descriptors closes all of them: a stderr file that
 // cannot be opened (the stdin pipe is already open then) and an exec failure.
 TEST(ChildSpawn, FailuresLeakNoDescriptors) {
@@ -68,6 +76,39 @@ TEST(ChildSpawn, FailuresLeakNoDescriptors) {
   }
   EXPECT_EQ(open_fds(), before);
   fs::remove_all(d);
+}
+
+// After the leader is reaped its pid may be reused, and -pid may name another process group:
+// signal_group must not send anything then, even though a member of the old group (here a
+// background sleep the leader left behind) still runs.
+TEST(ChildSignal, NothingIsSentToTheGroupOnceTheLeaderIsReaped) {
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", "sleep 30 & echo $!; exit 0"};
+  auto spawned = Child::spawn(spec);
+  ASSERT_TRUE(spawned.ok()) << spawned.error().str();
+  auto& child = *spawned.value();
+  LineBuffer out;
+  std::vector<std::string> lines;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::optional<slurm::ExitStatus> status;
+  while ((lines.empty() || !status) && std::chrono::steady_clock::now() < deadline) {
+    if (child.out_fd() >= 0 && !out.read_from(child.out_fd(), lines)) child.close_out();
+    if (!status) status = child.try_reap();
+    wait_readable({child.out_fd()}, 0.01);
+  }
+  ASSERT_TRUE(status.has_value());
+  ASSERT_FALSE(lines.empty());
+  const pid_t member = static_cast<pid_t>(std::stoi(lines.front()));
+  ASSERT_EQ(::getpgid(member), child.pid());  // still in the reaped leader's group
+  EXPECT_TRUE(child.reaped());
+
+  child.signal_group(SIGTERM);
+  child.signal_self(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const char state = process_state(member);
+  EXPECT_NE(state, 'Z') << "the group was signalled after its leader was reaped";
+  EXPECT_NE(state, '?') << "the group was signalled after its leader was reaped";
+  ::kill(member, SIGKILL);
 }
 
 }  // namespace

@@ -194,11 +194,10 @@ std::optional<slurm::ExitStatus> Child::try_reap() {
 }
 
 void Child::signal_group(int sig) {
-  if (status_) {
-    // The leader is gone; members of its group may live on (an external trainer's children).
-    ::kill(-pid_, sig);
-    return;
-  }
+  // Once the leader is reaped its pid, and with it the group id, may belong to an unrelated
+  // process (group) at any time: never signal -pid_ then. Until then the unreaped leader (at
+  // worst a zombie) keeps both ids ours.
+  if (status_) return;
   if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);
 }
 

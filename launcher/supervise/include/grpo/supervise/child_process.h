@@ -60,7 +60,8 @@ class Child {
   // Reaps it without waiting; the status once it has ended (then always the same).
   std::optional<slurm::ExitStatus> try_reap();
   bool reaped() const { return status_.has_value(); }
-  // To its whole process group (the child leads it). A no-op once reaped.
+  // To its whole process group (the child leads it). A no-op once reaped: the pid, and the
+  // group id with it, may then belong to another process.
   void signal_group(int sig);
   void signal_self(int sig);
 
