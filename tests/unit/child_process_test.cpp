@@ -1,5 +1,6 @@
 // The supervisor's child processes (child_process.h) as real processes: no descriptor leaks on
-// a failed spawn, no signal to a process group whose leader was reaped.
+// a failed spawn, no signal to a process group whose leader was reaped, and log directories
+// that change the mode of nothing but what they create.
 #include "grpo/supervise/child_process.h"
 
 #include <gtest/gtest.h>
@@ -33,6 +34,12 @@ int open_fds() {
     ++n;
   }
   return n;
+}
+
+unsigned mode_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
 }
 
 // The state letter of /proc/<pid>/stat ('S' sleeping, 'Z' zombie, ...); '?' when it is gone.
@@ -109,6 +116,37 @@ TEST(ChildSignal, NothingIsSentToTheGroupOnceTheLeaderIsReaped) {
   EXPECT_NE(state, 'Z') << "the group was signalled after its leader was reaped";
   EXPECT_NE(state, '?') << "the group was signalled after its leader was reaped";
   ::kill(member, SIGKILL);
+}
+
+// make_log_dir sets the mode of the directories it creates (0700) and of nothing else: not of a
+// parent that was already there, nor of an attempt directory that exists.
+TEST(MakeLogDir, ChangesOnlyWhatItCreates) {
+  const fs::path d = temp_dir("logdir");
+  ::chmod(d.c_str(), 0755);
+  ASSERT_TRUE(make_log_dir(d / "logs" / "attempt-1").ok());
+  EXPECT_EQ(mode_of(d), 0755u);
+  EXPECT_EQ(mode_of(d / "logs"), 0700u);
+  EXPECT_EQ(mode_of(d / "logs" / "attempt-1"), 0700u);
+
+  // An existing parent (the run directory itself here) keeps its mode.
+  fs::create_directories(d / "shared");
+  ::chmod((d / "shared").c_str(), 0750);
+  ASSERT_TRUE(make_log_dir(d / "shared" / "attempt-2").ok());
+  EXPECT_EQ(mode_of(d / "shared"), 0750u);
+  EXPECT_EQ(mode_of(d / "shared" / "attempt-2"), 0700u);
+
+  // An existing log directory keeps its mode too.
+  ::chmod((d / "shared" / "attempt-2").c_str(), 0710);
+  ASSERT_TRUE(make_log_dir(d / "shared" / "attempt-2").ok());
+  EXPECT_EQ(mode_of(d / "shared" / "attempt-2"), 0710u);
+
+  // A file in the way is an error naming it.
+  std::ofstream(d / "file") << "x";
+  auto st = make_log_dir(d / "file" / "attempt-1");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find((d / "file").string()), std::string::npos)
+      << st.error().message;
+  fs::remove_all(d);
 }
 
 }  // namespace

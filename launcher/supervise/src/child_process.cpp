@@ -230,11 +230,24 @@ void write_line(int fd, std::string_view line) {
 }
 
 core::Status make_log_dir(const fs::path& dir) {
+  // The missing directories, outermost first; only those are created, and made 0700 (whatever
+  // the umask): a directory that already exists keeps its mode.
+  std::vector<fs::path> missing;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return make_error(ErrorKind::kIo, "cannot create " + dir.string() + ": " + ec.message());
-  ::chmod(dir.parent_path().c_str(), 0700);
-  ::chmod(dir.c_str(), 0700);
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0) {
+      if (errno == EEXIST && fs::is_directory(*it, ec)) continue;  // made by someone else
+      return make_error(ErrorKind::kIo, errno_text(("cannot create " + it->string()).c_str()));
+    }
+    ::chmod(it->c_str(), 0700);
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return make_error(ErrorKind::kIo, "cannot create " + dir.string() + ": not a directory");
+  }
   return core::ok_status();
 }
 
