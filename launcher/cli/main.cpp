@@ -204,8 +204,9 @@ int main(int argc, char** argv) {
                         "Run the ranks on this machine even inside a Slurm job");
     supervise->footer(
         "Exit: 0 training finished, 75 requeued (resumes by itself), 80 restart budget used up, "
-        "81 no progress,\n82 not retryable, 83 out of memory with nothing left to shrink, 130 "
-        "interrupted, 2 bad run directory\nor allocation mismatch, 69 Slurm unreachable.");
+        "81 no progress,\n82 not retryable, 83 out of memory with nothing left to shrink, 84 nodes "
+        "lost, 130 interrupted,\n2 bad run directory or allocation mismatch, 69 Slurm "
+        "unreachable.");
 
     grpo::cli::StatusArgs status_args;
     auto* status =

@@ -420,6 +420,30 @@ TEST(SupervisorLoop, NodeLossBelowTheMinimumRequeues) {
   EXPECT_EQ(h.job.requeues, 1);
 }
 
+// Without Slurm there is no requeue: a lost node the plan cannot do without ends the run with
+// its own code (84), not the restart budget's (80): no budget was spent.
+TEST(SupervisorLoop, NodeLossBelowTheMinimumOutsideSlurmExitsNodesLost) {
+  Harness h("nodelocal");
+  h.job.slurm = false;
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.config.min_nodes = 2;
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitNodesLost);
+  EXPECT_EQ(h.of("failure").front()["class"], "node_loss");
+  const auto d = h.of("decision").back();
+  EXPECT_EQ(d["kind"], "give_up");
+  EXPECT_EQ(d["exit_code"], kExitNodesLost);
+  EXPECT_EQ(h.of("run_finished").back()["exit_code"], kExitNodesLost);
+  EXPECT_EQ(h.job.requeues, 0);
+}
+
 TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
   Harness h("endtime");
   h.job.slurm = true;

@@ -87,8 +87,9 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
             if (ctx.under_slurm)
               return Requeue{"node " + n.node + " lost and the plan needs " +
                              std::to_string(ctx.min_nodes) + " nodes: requeue for new nodes"};
-            return GiveUp{kExitRestartBudget,
-                          "node " + n.node + " lost and no node is left to run on"};
+            return GiveUp{kExitNodesLost, "node " + n.node + " lost and the plan needs " +
+                                              std::to_string(ctx.min_nodes) +
+                                              " nodes; outside Slurm no requeue brings new ones"};
           },
           [&](const OutOfMemory& o) -> Decision {
             Remediation fix;
