@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/event_log.h"
+#include "grpo/supervise/srun_runner.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
@@ -387,6 +389,47 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   const auto second = h.of("attempt_started")[1];
   EXPECT_EQ(second["world_size"], 1);
   EXPECT_EQ(second["hosts"], json::array({"n1"}));
+}
+
+// run.json's `exclude` reaches every attempt: the first one and the one after a node loss carry
+// it in their srun --exclude, with the lost node added.
+TEST(SupervisorLoop, RunJsonExcludeGoesToEveryAttemptsSrun) {
+  Harness h("runexclude");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2", "n3", "n4"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.exclude = {"n2"};
+  h.opts.config.min_nodes = 1;
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n3", std::nullopt, "n3"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  h.push(Harness::attempt(5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  ASSERT_EQ(h.runner.started().size(), 2u);
+  EXPECT_EQ(h.runner.started()[0].exclude, std::vector<std::string>{"n2"});
+  EXPECT_EQ(h.runner.started()[1].exclude, (std::vector<std::string>{"n2", "n3"}));
+  const auto attempts = h.of("attempt_started");
+  EXPECT_EQ(attempts[0]["hosts"], json::array({"n1", "n3"}));
+  EXPECT_EQ(attempts[0]["excluded"], json::array({"n2"}));
+  EXPECT_EQ(attempts[1]["hosts"], json::array({"n1", "n4"}));
+  EXPECT_EQ(attempts[1]["world_size"], 2);
+
+  // The srun argv each spec makes (SrunRunner, with a stand-in srun that exits at once).
+  for (std::size_t i = 0; i < h.runner.started().size(); ++i) {
+    AttemptSpec spec = h.runner.started()[i];
+    spec.log_dir = h.dir / "srun-argv" / std::to_string(i);
+    SrunRunner srun(SrunOptions{"/bin/true", 0, h.job.nodes});
+    ASSERT_TRUE(srun.start(spec).ok());
+    const auto& argv = srun.argv();
+    const std::string want = i == 0 ? "--exclude=n2" : "--exclude=n2,n3";
+    EXPECT_NE(std::find(argv.begin(), argv.end(), want), argv.end()) << want;
+    for (int polls = 0; polls < 500 && srun.active(); ++polls) (void)srun.poll(0.01);
+  }
 }
 
 TEST(SupervisorLoop, PeersReportingCommErrorsOnADownNodeIsANodeLoss) {

@@ -287,6 +287,9 @@ Supervisor::Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogW
   }
   micro_batch_ = summary_.micro_batch.value_or(o_.config.micro_batch.value_or(0));
   offload_ = summary_.offload;
+  for (const auto& n : o_.exclude) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
+  }
 }
 
 core::Status Supervisor::record(const std::string& type, json fields) {

@@ -74,6 +74,9 @@ struct SupervisorOptions {
   std::map<std::string, std::string> env;  // for every rank (the plan's environment, GRPO_RUN_*)
   int nodes = 1;                           // of the plan
   int ranks_per_node = 1;
+  // Nodes no attempt may use (run.json's `exclude`): every attempt's srun --exclude carries them,
+  // with the nodes excluded after a node loss.
+  std::vector<std::string> exclude;
   SupervisorConfig config;
   double poll_s = 0.1;            // longest wait for rank output between checks
   double metrics_interval_s = 5;  // metrics.prom rewrite period
