@@ -616,8 +616,104 @@ TEST(SupervisorLoop, SignalDuringTheBackoffYields) {
   EXPECT_EQ(h.of("decision").back()["kind"], "requeue");
 }
 
+// No false success: a trainer whose every rank says `done` and exits 0 at step 6 of 10 has not
+// finished; the attempt fails as `incomplete` (restart, budget spent) and the next one resumes.
+TEST(SupervisorLoop, ExitZeroShortOfTheTotalStepsIsIncompleteNotSuccess) {
+  Harness h("short");
+  h.push(sim_trainer(2, 0, 6, 1.0, 5));  // done at step 6; the run has 10
+  h.push(Harness::attempt(6));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "incomplete");
+  EXPECT_EQ(f[0]["step"], 6);
+  EXPECT_EQ(f[0]["total_steps"], 10);
+  EXPECT_EQ(f[0]["description"], "training not finished: the trainer exited 0 at step 6 of 10");
+  const auto ended = h.of("attempt_ended");
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0]["outcome"], "failed");
+  EXPECT_EQ(ended[0]["class"], "incomplete");
+  EXPECT_EQ(ended[1]["outcome"], "succeeded");
+  const auto d = h.of("decision");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0]["kind"], "restart");
+  EXPECT_EQ(d[0]["spends_budget"], true);
+  EXPECT_EQ(h.of("attempt_started")[1]["resume_step"], 6);
+  auto s = replay(h.events());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->failures.at("incomplete"), 1);
+}
+
+// The same trainer every time: it never gets further, and the run stops (no progress), never
+// `succeeded`.
+TEST(SupervisorLoop, RepeatedlyIncompleteRunNeverSucceeds) {
+  Harness h("short-again");
+  h.opts.config.budget.max_restarts = 10;
+  h.opts.config.budget.no_progress_restarts = 2;
+  h.push(sim_trainer(2, 0, 6, 1.0, 5));
+  for (int i = 0; i < 3; ++i) {
+    SimAttempt again;  // resumes at step 6, says done at once, exits 0
+    for (int r = 0; r < 2; ++r) {
+      sim_emit(again, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+      sim_emit(again, 0.3, r, {{"type", "done"}, {"step", 6}, {"rank", r}});
+      again.actions.push_back(SimAction{0.31, r, SimExit{Exited{0}}});
+    }
+    h.push(again);
+  }
+  EXPECT_EQ(h.run(), kExitNoProgress);
+  EXPECT_EQ(h.states().back(), "failed");
+  for (const auto& e : h.of("attempt_ended")) EXPECT_NE(e["outcome"], "succeeded");
+  EXPECT_EQ(h.of("run_finished").back()["state"], "failed");
+}
+
+// Total steps unknown: an attempt that resumed from a checkpoint and ends without a new step has
+// not shown that training finished.
+TEST(SupervisorLoop, ResumedAttemptWithoutANewStepIsIncompleteWhenTheTotalIsUnknown) {
+  Harness h("resume-nostep");
+  h.opts.config.total_steps = 0;
+  h.push(Harness::failing(1, 7, Signaled{SIGKILL}));  // checkpoint at 5, dies in step 7
+  SimAttempt idle;                                    // resumes at step 5 and says done at once
+  for (int r = 0; r < 2; ++r) {
+    sim_emit(idle, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+    sim_emit(idle, 0.3, r, {{"type", "done"}, {"step", 5}, {"rank", r}});
+    idle.actions.push_back(SimAction{0.31, r, SimExit{Exited{0}}});
+  }
+  h.push(idle);
+  h.push(Harness::attempt(5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0]["class"], "crash");
+  EXPECT_EQ(f[1]["class"], "incomplete");
+  EXPECT_EQ(f[1]["resume_step"], 5);
+  EXPECT_NE(f[1]["description"].get<std::string>().find("resumed from step 5 and ended without a "
+                                                        "new step"),
+            std::string::npos);
+  EXPECT_EQ(h.runner.started().size(), 3u);
+}
+
+// Every rank exits 0 but none said `done`: incomplete, with the ranks named.
+TEST(SupervisorLoop, ExitZeroWithoutDoneIsIncomplete) {
+  Harness h("nodone");
+  SimAttempt quiet_exit;
+  for (int r = 0; r < 2; ++r) {
+    sim_emit(quiet_exit, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+    sim_emit(quiet_exit, 0.3, r, {{"type", "heartbeat"}, {"step", 1}, {"phase", "start"}});
+    quiet_exit.actions.push_back(SimAction{0.4, r, SimExit{Exited{0}}});
+  }
+  h.push(quiet_exit);
+  h.push(Harness::attempt());
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "incomplete");
+  EXPECT_NE(f[0]["description"].get<std::string>().find("rank(s) 0,1 never reported done"),
+            std::string::npos);
+}
+
 TEST(SupervisorLoop, FinishedRunIsNotStartedAgain) {
   Harness h("finished");
+  h.opts.config.total_steps = 3;
   h.push(sim_trainer(2, 0, 3, 1.0, 5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto n = h.events().size();

@@ -141,6 +141,9 @@ class Supervisor {
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
+  // Why an attempt that ended as if training were done did not finish it (failure.h's
+  // Incomplete), nullopt when it did.
+  std::optional<Failure> unfinished(const Attempt& a) const;
   void tick(bool force);
   AttemptSpec make_spec(int attempt, int nodes, std::int64_t resume_step) const;
   int usable_nodes(int available) const;
