@@ -51,8 +51,13 @@ TEST(SinfoNodeState, ParsesSinfoOutput) {
 TEST(SlurmJobControl, AsksSinfoAboutTheStepsNodes) {
   NoJobs jobs;
   slurm::FakeProcessRunner runner;
-  runner.push(slurm::FakeOutcome{slurm::Exited{0}, "n1 mixed\nn2 draining\n", ""});
-  runner.push(slurm::FakeOutcome{slurm::Exited{1}, "", "sinfo: error: cannot reach slurmctld\n"});
+  slurm::FakeOutcome answer;
+  answer.out = "n1 mixed\nn2 draining\n";
+  runner.push(answer);
+  slurm::FakeOutcome unreachable;
+  unreachable.status = slurm::Exited{1};
+  unreachable.err = "sinfo: error: cannot reach slurmctld\n";
+  runner.push(unreachable);
   SlurmJobControlOptions o;
   o.job_id = 7;
   SlurmJobControl job(jobs, runner, o);
