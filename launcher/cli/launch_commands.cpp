@@ -11,6 +11,9 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <optional>
+#include <string_view>
 
 #include "commands.h"
 #include "exit_codes.h"
@@ -39,6 +42,28 @@ using core::make_error;
 namespace {
 
 constexpr const char* kTemplateName = "sbatch.mustache";
+
+// The value of the last `--set key=VALUE` of `key` among the trainer settings (grpo-trainer
+// applies them in order: the last one wins); nullopt when the key is not set.
+std::optional<std::string> last_trainer_set(const std::vector<std::string>& trainer_sets,
+                                            std::string_view key) {
+  std::optional<std::string> value;
+  for (const auto& kv : trainer_sets) {
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos && std::string_view(kv).substr(0, eq) == key) {
+      value = kv.substr(eq + 1);
+    }
+  }
+  return value;
+}
+
+// A whole decimal integer; nullopt for anything else (the trainer reports a bad value itself).
+std::optional<std::int64_t> whole_number(const std::string& text) {
+  std::int64_t v = 0;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
 
 int fail(const core::Error& e) {
   print_error(e.str());
@@ -200,7 +225,17 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
   c.hang.startup_s = f.startup_timeout_s;
   c.stop_grace_s = f.stop_grace_s;
   if (embedded) {
+    // The supervisor passes the micro batch after every other --set (OOM remediation changes
+    // it), so it starts from the user's --set of the key when there is one: the user's setting
+    // wins over the plan's. One that is not a positive integer is the trainer's to refuse, and
+    // nothing is passed after it.
     c.micro_batch = plan.best.layout.micro_batch;
+    if (const auto user = last_trainer_set(args.trainer_sets, supervise::kMicroBatchKey)) {
+      const auto v = whole_number(*user);
+      c.micro_batch = v && *v >= 1 && *v <= std::numeric_limits<int>::max()
+                          ? std::optional<int>(static_cast<int>(*v))
+                          : std::nullopt;
+    }
     c.offload_supported = false;  // grpo-trainer has no offload
     // Pure data parallelism: one node still runs it when the batch sizes divide.
     c.min_nodes = f.min_nodes > 0 ? f.min_nodes : 1;
@@ -216,15 +251,11 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
 std::int64_t total_steps(const std::vector<std::string>& trainer_sets) {
   // grpo-trainer's defaults (docs/trainer-config.md): 300 SFT + 100 GRPO steps.
   std::int64_t sft = 300, grpo = 100;
-  for (const auto& kv : trainer_sets) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-    std::int64_t v = 0;
-    const auto [end, err] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (err != std::errc() || end != value.data() + value.size()) continue;
-    if (key == "trainer.sft_warmup_steps") sft = v;
-    if (key == "trainer.total_training_steps") grpo = v;
+  if (const auto v = last_trainer_set(trainer_sets, "trainer.sft_warmup_steps")) {
+    sft = whole_number(*v).value_or(sft);
+  }
+  if (const auto v = last_trainer_set(trainer_sets, "trainer.total_training_steps")) {
+    grpo = whole_number(*v).value_or(grpo);
   }
   return sft + grpo;
 }

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
         "Exit codes: 0 ok, 1 findings (infeasible plan, errors found), 2 bad input, 64 usage,\n"
         "69 Slurm unreachable, 70 internal error, 73 cannot write output, 76 request refused;\n"
         "run / supervise: 75 requeued, 80 restart budget used up, 81 no progress, 82 not "
-        "retryable,\n83 out of memory, 130 interrupted.\n"
+        "retryable,\n83 out of memory, 84 nodes lost, 130 interrupted.\n"
         "Profiles are searched in --profile-dir, $GRPO_LAUNCH_PROFILE_PATH, "
         "~/.config/grpo-launch/profiles,\n"
         "then the installed ones. See `grpo-launch profiles`.");
@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
     run->footer(
         "--set keys of the trainer (data.*, actor_rollout_ref.*, algorithm.*, trainer.*, kernels) "
         "go to grpo-trainer.\nExit: 0 training finished, 80 restart budget used up, 81 no "
-        "progress, 82 not retryable (config),\n83 out of memory with nothing left to shrink, 130 "
-        "interrupted (after a checkpoint); docs/exit-codes.md.");
+        "progress, 82 not retryable (config),\n83 out of memory with nothing left to shrink, 84 "
+        "nodes lost, 130 interrupted (after a checkpoint); docs/exit-codes.md.");
 
     grpo::cli::SuperviseArgs supervise_args;
     auto* supervise = app.add_subcommand(
@@ -204,8 +204,9 @@ int main(int argc, char** argv) {
                         "Run the ranks on this machine even inside a Slurm job");
     supervise->footer(
         "Exit: 0 training finished, 75 requeued (resumes by itself), 80 restart budget used up, "
-        "81 no progress,\n82 not retryable, 83 out of memory with nothing left to shrink, 130 "
-        "interrupted, 2 bad run directory\nor allocation mismatch, 69 Slurm unreachable.");
+        "81 no progress,\n82 not retryable, 83 out of memory with nothing left to shrink, 84 nodes "
+        "lost, 130 interrupted,\n2 bad run directory or allocation mismatch, 69 Slurm "
+        "unreachable.");
 
     grpo::cli::StatusArgs status_args;
     auto* status =

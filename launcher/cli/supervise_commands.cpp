@@ -142,6 +142,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   o.env["GRPO_RUN_ID"] = r.spec.run_id;
   o.nodes = r.spec.nodes;
   o.ranks_per_node = r.spec.ranks_per_node;
+  o.exclude = r.spec.exclude;
   o.config = r.config;
   supervise::SystemClock clock;
 
@@ -154,9 +155,10 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
     runner = std::make_unique<supervise::LocalRunner>(r.config.contract ==
                                                       supervise::TrainerContract::kEmbedded);
     job = std::make_unique<supervise::LocalJobControl>();
-    // Every rank on this machine: one "node" of world_size ranks.
+    // Every rank on this machine: one "node" of world_size ranks, no Slurm nodes to exclude.
     o.ranks_per_node = r.spec.nodes * r.spec.ranks_per_node;
     o.nodes = 1;
+    o.exclude.clear();
   } else {
     auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
     if (!job_id.ok()) return fail(job_id.error());

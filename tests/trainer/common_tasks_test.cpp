@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "grpo/trainer/faults.h"
@@ -74,6 +75,27 @@ TEST(Sha256, KnownVectors) {
   h.update(million.substr(0, 333));
   h.update(million.substr(333));
   EXPECT_EQ(h.hex_digest(), sha256_hex(million));
+}
+
+// Faults come only from the --fault specs: a GRPO_FAULT in the environment adds nothing and is
+// reported as ignored.
+TEST(Faults, OnlyTheGivenSpecsNeverTheEnvironment) {
+  ::setenv("GRPO_FAULT", "crash@step=1", 1);
+  auto none = parse_fault_specs({});
+  ASSERT_TRUE(none.ok()) << none.error().str();
+  EXPECT_TRUE(none->empty());
+  auto given = parse_fault_specs({"oom@step=3,phase=update", "crash@step=5;slow@ms=10"});
+  ASSERT_TRUE(given.ok()) << given.error().str();
+  ASSERT_EQ(given->size(), 3u);
+  EXPECT_EQ((*given)[0].kind, FaultKind::kOom);
+  EXPECT_EQ((*given)[1].step, 5);
+  EXPECT_EQ((*given)[2].kind, FaultKind::kSlow);
+  EXPECT_FALSE(parse_fault_specs({"crash@step=1", "explode"}).ok());
+  const auto warning = ignored_fault_environment();
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("GRPO_FAULT=crash@step=1 is ignored"), std::string::npos) << *warning;
+  ::unsetenv("GRPO_FAULT");
+  EXPECT_FALSE(ignored_fault_environment().has_value());
 }
 
 TEST(Faults, ParseAndFireOncePerRunDirectory) {

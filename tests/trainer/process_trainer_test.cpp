@@ -87,6 +87,18 @@ INSTANTIATE_TEST_SUITE_P(Models, BitExactResume,
                            return n;
                          });
 
+// A GRPO_FAULT left in the environment injects nothing: faults come only from --fault, which
+// the launcher passes (issue 14 item 10, finding 1).
+TEST(TrainerProcess, StrayGrpoFaultEnvironmentIsIgnored) {
+  const fs::path d = fresh_dir("stray-fault");
+  auto r = run_ranks(1, d, fast_args("tiny-dense"), {{"GRPO_FAULT", "exit@step=2,code=9"}});
+  expect_all_exit(r, 0);
+  EXPECT_TRUE(r[0].of_type("fault_injected").empty());
+  EXPECT_NE(r[0].stderr_text.find("GRPO_FAULT=exit@step=2,code=9 is ignored"), std::string::npos)
+      << r[0].stderr_text;
+  fs::remove_all(d);
+}
+
 TEST(TrainerProcess, ResumeOnADifferentNumberOfRanks) {
   const fs::path d = fresh_dir("reshard");
   const auto args = with(fast_args("tiny-dense"), {"--set", "trainer.save_freq=3"});

@@ -120,7 +120,12 @@ TEST(RestartPolicy, NodeLossExcludesTheNodeOrRequeues) {
   c.nodes = 2;
   EXPECT_TRUE(std::holds_alternative<Requeue>(decide(NodeLoss{"n1"}, failed(0), b, c)));
   c.under_slurm = false;
-  EXPECT_TRUE(std::holds_alternative<GiveUp>(decide(NodeLoss{"n1"}, failed(0), b, c)));
+  const auto gone = decide(NodeLoss{"n1"}, failed(0), b, c);
+  ASSERT_TRUE(std::holds_alternative<GiveUp>(gone));
+  // Its own code, not the restart budget's: no budget was spent.
+  EXPECT_EQ(std::get<GiveUp>(gone).exit_code, kExitNodesLost);
+  EXPECT_NE(std::get<GiveUp>(gone).exit_code, kExitRestartBudget);
+  EXPECT_NE(std::get<GiveUp>(gone).reason.find("node n1 lost"), std::string::npos);
 }
 
 TEST(RestartPolicy, OomHalvesTheMicroBatchThenOffloadsThenGivesUp) {

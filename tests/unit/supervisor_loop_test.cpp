@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/event_log.h"
+#include "grpo/supervise/srun_runner.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
@@ -389,6 +391,47 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   EXPECT_EQ(second["hosts"], json::array({"n1"}));
 }
 
+// run.json's `exclude` reaches every attempt: the first one and the one after a node loss carry
+// it in their srun --exclude, with the lost node added.
+TEST(SupervisorLoop, RunJsonExcludeGoesToEveryAttemptsSrun) {
+  Harness h("runexclude");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2", "n3", "n4"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.exclude = {"n2"};
+  h.opts.config.min_nodes = 1;
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n3", std::nullopt, "n3"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  h.push(Harness::attempt(5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  ASSERT_EQ(h.runner.started().size(), 2u);
+  EXPECT_EQ(h.runner.started()[0].exclude, std::vector<std::string>{"n2"});
+  EXPECT_EQ(h.runner.started()[1].exclude, (std::vector<std::string>{"n2", "n3"}));
+  const auto attempts = h.of("attempt_started");
+  EXPECT_EQ(attempts[0]["hosts"], json::array({"n1", "n3"}));
+  EXPECT_EQ(attempts[0]["excluded"], json::array({"n2"}));
+  EXPECT_EQ(attempts[1]["hosts"], json::array({"n1", "n4"}));
+  EXPECT_EQ(attempts[1]["world_size"], 2);
+
+  // The srun argv each spec makes (SrunRunner, with a stand-in srun that exits at once).
+  for (std::size_t i = 0; i < h.runner.started().size(); ++i) {
+    AttemptSpec spec = h.runner.started()[i];
+    spec.log_dir = h.dir / "srun-argv" / std::to_string(i);
+    SrunRunner srun(SrunOptions{"/bin/true", 0, h.job.nodes});
+    ASSERT_TRUE(srun.start(spec).ok());
+    const auto& argv = srun.argv();
+    const std::string want = i == 0 ? "--exclude=n2" : "--exclude=n2,n3";
+    EXPECT_NE(std::find(argv.begin(), argv.end(), want), argv.end()) << want;
+    for (int polls = 0; polls < 500 && srun.active(); ++polls) (void)srun.poll(0.01);
+  }
+}
+
 TEST(SupervisorLoop, PeersReportingCommErrorsOnADownNodeIsANodeLoss) {
   Harness h("nodedown");
   h.job.slurm = true;
@@ -418,6 +461,30 @@ TEST(SupervisorLoop, NodeLossBelowTheMinimumRequeues) {
   h.push(a);
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.job.requeues, 1);
+}
+
+// Without Slurm there is no requeue: a lost node the plan cannot do without ends the run with
+// its own code (84), not the restart budget's (80): no budget was spent.
+TEST(SupervisorLoop, NodeLossBelowTheMinimumOutsideSlurmExitsNodesLost) {
+  Harness h("nodelocal");
+  h.job.slurm = false;
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.config.min_nodes = 2;
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitNodesLost);
+  EXPECT_EQ(h.of("failure").front()["class"], "node_loss");
+  const auto d = h.of("decision").back();
+  EXPECT_EQ(d["kind"], "give_up");
+  EXPECT_EQ(d["exit_code"], kExitNodesLost);
+  EXPECT_EQ(h.of("run_finished").back()["exit_code"], kExitNodesLost);
+  EXPECT_EQ(h.job.requeues, 0);
 }
 
 TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
@@ -549,8 +616,104 @@ TEST(SupervisorLoop, SignalDuringTheBackoffYields) {
   EXPECT_EQ(h.of("decision").back()["kind"], "requeue");
 }
 
+// No false success: a trainer whose every rank says `done` and exits 0 at step 6 of 10 has not
+// finished; the attempt fails as `incomplete` (restart, budget spent) and the next one resumes.
+TEST(SupervisorLoop, ExitZeroShortOfTheTotalStepsIsIncompleteNotSuccess) {
+  Harness h("short");
+  h.push(sim_trainer(2, 0, 6, 1.0, 5));  // done at step 6; the run has 10
+  h.push(Harness::attempt(6));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "incomplete");
+  EXPECT_EQ(f[0]["step"], 6);
+  EXPECT_EQ(f[0]["total_steps"], 10);
+  EXPECT_EQ(f[0]["description"], "training not finished: the trainer exited 0 at step 6 of 10");
+  const auto ended = h.of("attempt_ended");
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0]["outcome"], "failed");
+  EXPECT_EQ(ended[0]["class"], "incomplete");
+  EXPECT_EQ(ended[1]["outcome"], "succeeded");
+  const auto d = h.of("decision");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0]["kind"], "restart");
+  EXPECT_EQ(d[0]["spends_budget"], true);
+  EXPECT_EQ(h.of("attempt_started")[1]["resume_step"], 6);
+  auto s = replay(h.events());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->failures.at("incomplete"), 1);
+}
+
+// The same trainer every time: it never gets further, and the run stops (no progress), never
+// `succeeded`.
+TEST(SupervisorLoop, RepeatedlyIncompleteRunNeverSucceeds) {
+  Harness h("short-again");
+  h.opts.config.budget.max_restarts = 10;
+  h.opts.config.budget.no_progress_restarts = 2;
+  h.push(sim_trainer(2, 0, 6, 1.0, 5));
+  for (int i = 0; i < 3; ++i) {
+    SimAttempt again;  // resumes at step 6, says done at once, exits 0
+    for (int r = 0; r < 2; ++r) {
+      sim_emit(again, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+      sim_emit(again, 0.3, r, {{"type", "done"}, {"step", 6}, {"rank", r}});
+      again.actions.push_back(SimAction{0.31, r, SimExit{Exited{0}}});
+    }
+    h.push(again);
+  }
+  EXPECT_EQ(h.run(), kExitNoProgress);
+  EXPECT_EQ(h.states().back(), "failed");
+  for (const auto& e : h.of("attempt_ended")) EXPECT_NE(e["outcome"], "succeeded");
+  EXPECT_EQ(h.of("run_finished").back()["state"], "failed");
+}
+
+// Total steps unknown: an attempt that resumed from a checkpoint and ends without a new step has
+// not shown that training finished.
+TEST(SupervisorLoop, ResumedAttemptWithoutANewStepIsIncompleteWhenTheTotalIsUnknown) {
+  Harness h("resume-nostep");
+  h.opts.config.total_steps = 0;
+  h.push(Harness::failing(1, 7, Signaled{SIGKILL}));  // checkpoint at 5, dies in step 7
+  SimAttempt idle;                                    // resumes at step 5 and says done at once
+  for (int r = 0; r < 2; ++r) {
+    sim_emit(idle, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+    sim_emit(idle, 0.3, r, {{"type", "done"}, {"step", 5}, {"rank", r}});
+    idle.actions.push_back(SimAction{0.31, r, SimExit{Exited{0}}});
+  }
+  h.push(idle);
+  h.push(Harness::attempt(5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0]["class"], "crash");
+  EXPECT_EQ(f[1]["class"], "incomplete");
+  EXPECT_EQ(f[1]["resume_step"], 5);
+  EXPECT_NE(f[1]["description"].get<std::string>().find("resumed from step 5 and ended without a "
+                                                        "new step"),
+            std::string::npos);
+  EXPECT_EQ(h.runner.started().size(), 3u);
+}
+
+// Every rank exits 0 but none said `done`: incomplete, with the ranks named.
+TEST(SupervisorLoop, ExitZeroWithoutDoneIsIncomplete) {
+  Harness h("nodone");
+  SimAttempt quiet_exit;
+  for (int r = 0; r < 2; ++r) {
+    sim_emit(quiet_exit, 0.2, r, {{"type", "start"}, {"rank", r}, {"world_size", 2}});
+    sim_emit(quiet_exit, 0.3, r, {{"type", "heartbeat"}, {"step", 1}, {"phase", "start"}});
+    quiet_exit.actions.push_back(SimAction{0.4, r, SimExit{Exited{0}}});
+  }
+  h.push(quiet_exit);
+  h.push(Harness::attempt());
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "incomplete");
+  EXPECT_NE(f[0]["description"].get<std::string>().find("rank(s) 0,1 never reported done"),
+            std::string::npos);
+}
+
 TEST(SupervisorLoop, FinishedRunIsNotStartedAgain) {
   Harness h("finished");
+  h.opts.config.total_steps = 3;
   h.push(sim_trainer(2, 0, 3, 1.0, 5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto n = h.events().size();

@@ -36,8 +36,7 @@ int run_trainer_cli(int argc, char** argv) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  app.add_option("--fault", o.faults,
-                 "inject a fault, e.g. crash@step=12,rank=1 (repeatable; also GRPO_FAULT)");
+  app.add_option("--fault", o.faults, "inject a fault, e.g. crash@step=12,rank=1 (repeatable)");
   app.add_flag("--list-keys", list_keys, "print every config key with its default and exit");
   try {
     app.parse(argc, argv);

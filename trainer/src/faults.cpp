@@ -119,6 +119,22 @@ core::Result<std::vector<Fault>> parse_faults(std::string_view spec) {
   return out;
 }
 
+core::Result<std::vector<Fault>> parse_fault_specs(const std::vector<std::string>& specs) {
+  std::vector<Fault> out;
+  for (const std::string& spec : specs) {
+    GRPO_TRY(std::vector<Fault> parsed, parse_faults(spec));
+    out.insert(out.end(), parsed.begin(), parsed.end());
+  }
+  return out;
+}
+
+std::optional<std::string> ignored_fault_environment() {
+  const char* env = std::getenv("GRPO_FAULT");
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  return std::string("GRPO_FAULT=") + env +
+         " is ignored: faults are injected only with --fault (grpo-launch run --fault)";
+}
+
 FaultInjector::FaultInjector(std::vector<Fault> faults, int rank, std::filesystem::path marker_dir)
     : faults_(std::move(faults)), rank_(rank), marker_dir_(std::move(marker_dir)) {}
 

@@ -170,16 +170,11 @@ int run_trainer(const TrainerOptions& options) {
       return config_error(make_error(ErrorKind::kInvalidValue,
                                      "trainer.device = cuda but no CUDA device is available"));
     }
-    std::vector<std::string> fault_specs = options.faults;
-    if (const char* env = std::getenv("GRPO_FAULT"); env != nullptr && *env != '\0') {
-      fault_specs.emplace_back(env);
-    }
-    std::vector<Fault> faults;
-    for (const std::string& f : fault_specs) {
-      auto parsed = parse_faults(f);
-      if (!parsed.ok()) return config_error(parsed.error());
-      faults.insert(faults.end(), parsed->begin(), parsed->end());
-    }
+    // Only the faults the launcher passed (--fault); never a stray GRPO_FAULT.
+    if (auto ignored = ignored_fault_environment()) spdlog::warn("{}", *ignored);
+    auto parsed_faults = parse_fault_specs(options.faults);
+    if (!parsed_faults.ok()) return config_error(parsed_faults.error());
+    std::vector<Fault> faults = std::move(parsed_faults).value();
 
     // ---- run directory, threads, BLAS ----
     std::error_code ec;

@@ -1,6 +1,7 @@
 #include "grpo/io/files.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28, _GNU_SOURCE)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,10 +98,41 @@ core::Status write_file_atomic(const fs::path& path, std::string_view content, u
   return sync_dir(dir.empty() ? fs::path(".") : dir);
 }
 
+namespace {
+
+// rename(from, to) unless `to` exists: 0, or the errno (EEXIST: `to` exists). File systems
+// without RENAME_NOREPLACE (EINVAL, ENOSYS): a directory claims the name with an exclusive mkdir
+// and is renamed onto that empty directory of ours (rename may replace an empty directory).
+int rename_noreplace_errno(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  const int err = errno;
+  std::error_code ec;
+  if ((err != EINVAL && err != ENOSYS) || !fs::is_directory(from, ec)) return err;
+  if (::mkdir(to.c_str(), 0700) != 0) return errno;
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int e = errno;
+    ::rmdir(to.c_str());
+    return e;
+  }
+  return 0;
+}
+
+}  // namespace
+
+core::Status rename_no_replace(const fs::path& from, const fs::path& to) {
+  const int err = rename_noreplace_errno(from, to);
+  if (err == 0) return core::ok_status();
+  if (err == EEXIST) return make_error(ErrorKind::kIo, "already exists: " + to.string());
+  return make_error(ErrorKind::kIo, "cannot rename " + from.string() + " to " + to.string() + ": " +
+                                        std::strerror(err));
+}
+
 core::Status create_dir_atomic(const fs::path& path,
                                const std::map<std::string, std::string>& files,
                                const std::vector<std::string>& executable) {
   std::error_code ec;
+  // A cheap early answer; rename_no_replace below is what guarantees that a racing launcher's
+  // run directory is never replaced.
   if (fs::exists(path, ec))
     return make_error(ErrorKind::kIo, "run directory already exists: " + path.string());
   const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
@@ -127,10 +159,13 @@ core::Status create_dir_atomic(const fs::path& path,
     cleanup();
     return st;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto e = errno_error("cannot rename into", path);
+  if (const int err = rename_noreplace_errno(tmp, path); err != 0) {
     cleanup();
-    return e;
+    if (err == EEXIST) {
+      return make_error(ErrorKind::kIo, "run directory already exists: " + path.string());
+    }
+    return make_error(ErrorKind::kIo,
+                      "cannot rename into " + path.string() + ": " + std::strerror(err));
   }
   return sync_dir(parent);
 }

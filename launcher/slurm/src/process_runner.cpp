@@ -1,5 +1,6 @@
 #include "grpo/slurm/process_runner.h"
 #include "grpo/slurm/signals.h"
+#include "grpo/slurm/unique_fd.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -52,38 +53,10 @@ class SpawnSetup {
   posix_spawnattr_t attr_{};
 };
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() {
-    const int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 struct Spawned {
   pid_t pid = -1;
-  Fd out;  // read ends of captured streams
-  Fd err;
+  UniqueFd out;  // read ends of captured streams
+  UniqueFd err;
 };
 
 core::Result<Spawned> spawn(const CommandSpec& spec, bool allow_capture) {
@@ -97,8 +70,9 @@ core::Result<Spawned> spawn(const CommandSpec& spec, bool allow_capture) {
   SpawnSetup setup;
   if (!setup.ok()) return make_error(ErrorKind::kInternal, "posix_spawn setup failed");
   Spawned child;
-  Fd out_w, err_w;
-  const auto plumb = [&](Stream mode, int target, Fd& read_end, Fd& write_end) -> core::Status {
+  UniqueFd out_w, err_w;
+  const auto plumb = [&](Stream mode, int target, UniqueFd& read_end,
+                         UniqueFd& write_end) -> core::Status {
     switch (mode) {
       case Stream::kInherit:
         return core::ok_status();
@@ -109,13 +83,10 @@ core::Result<Spawned> spawn(const CommandSpec& spec, bool allow_capture) {
         }
         return core::ok_status();
       case Stream::kCapture: {
-        int p[2];
-        if (::pipe2(p, O_CLOEXEC) != 0) {
+        if (!make_pipe(read_end, write_end, O_CLOEXEC)) {
           return make_error(ErrorKind::kIo, std::string("pipe: ") + std::strerror(errno));
         }
-        read_end = Fd(p[0]);
-        write_end = Fd(p[1]);
-        if (posix_spawn_file_actions_adddup2(setup.actions(), p[1], target) != 0) {
+        if (posix_spawn_file_actions_adddup2(setup.actions(), write_end.get(), target) != 0) {
           return make_error(ErrorKind::kInternal, "posix_spawn_file_actions_adddup2 failed");
         }
         return core::ok_status();
@@ -322,7 +293,7 @@ core::Result<Completion> PosixProcessRunner::run(const CommandSpec& spec) {
   GRPO_TRY(Spawned child, spawn(spec, true));
   PosixProcess proc(child.pid, spec.new_process_group);
   Completion done;
-  Fd* fds[2] = {&child.out, &child.err};
+  UniqueFd* fds[2] = {&child.out, &child.err};
   std::string* bufs[2] = {&done.out, &done.err};
   std::optional<ExitStatus> status;
   std::optional<Clock::time_point> term_sent;

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "grpo/slurm/unique_fd.h"
+
 namespace grpo::supervise {
 
 namespace fs = std::filesystem;
@@ -74,49 +76,42 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
   const std::vector<char*> argv = slurm::exec_array(spec.argv);
   const std::vector<char*> envp = slurm::exec_array(image.env);
 
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, status_pipe[2] = {-1, -1};
-  int err_file = -1;
-  const auto cleanup = [&] {
-    for (int* fd :
-         {&out[0], &out[1], &err[0], &err[1], &status_pipe[0], &status_pipe[1], &err_file}) {
-      close_fd(*fd);
-    }
-  };
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(status_pipe, O_CLOEXEC) != 0 ||
-      (spec.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
-    cleanup();
+  // Every descriptor is owned: each error path below closes all of them.
+  using slurm::UniqueFd;
+  UniqueFd out_r, out_w, err_r, err_w, in_r, in_w, status_r, status_w, err_file;
+  if (!slurm::make_pipe(out_r, out_w, O_CLOEXEC) ||
+      !slurm::make_pipe(status_r, status_w, O_CLOEXEC) ||
+      (spec.stdin_pipe && !slurm::make_pipe(in_r, in_w, O_CLOEXEC))) {
     return make_error(ErrorKind::kIo, errno_text("pipe"));
   }
   if (spec.stderr_file) {
-    err_file = ::open(spec.stderr_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (err_file < 0) {
-      const std::string msg = errno_text(("cannot open " + spec.stderr_file->string()).c_str());
-      cleanup();
-      return make_error(ErrorKind::kIo, msg);
+    err_file = UniqueFd(
+        ::open(spec.stderr_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (err_file.get() < 0) {
+      return make_error(ErrorKind::kIo,
+                        errno_text(("cannot open " + spec.stderr_file->string()).c_str()));
     }
-  } else if (::pipe2(err, O_CLOEXEC) != 0) {
-    cleanup();
+  } else if (!slurm::make_pipe(err_r, err_w, O_CLOEXEC)) {
     return make_error(ErrorKind::kIo, errno_text("pipe"));
   }
+  const int child_in = in_r.get(), child_out = out_w.get(), status_fd = status_w.get();
+  const int child_err = spec.stderr_file ? err_file.get() : err_w.get();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    cleanup();
-    return make_error(ErrorKind::kIo, errno_text("fork"));
-  }
+  if (pid < 0) return make_error(ErrorKind::kIo, errno_text("fork"));
   if (pid == 0) {
     // The child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the supervisor is already gone
     if (spec.stdin_pipe) {
-      ::dup2(in[0], 0);
+      ::dup2(child_in, 0);
     } else {
       const int devnull = ::open("/dev/null", O_RDONLY);
       if (devnull >= 0) ::dup2(devnull, 0);
     }
-    ::dup2(out[1], 1);
-    ::dup2(spec.stderr_file ? err_file : err[1], 2);
+    ::dup2(child_out, 1);
+    ::dup2(child_err, 2);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -125,35 +120,34 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
     }
     ::execve(image.path.c_str(), argv.data(), envp.data());
     const int e = errno;
-    (void)!::write(status_pipe[1], &e, sizeof e);
+    (void)!::write(status_fd, &e, sizeof e);
     ::_exit(127);
   }
-  // The parent.
+  // The parent: the child's ends are the child's now.
   ::setpgid(pid, pid);  // also here: no race with signal_group() right after spawn
-  close_fd(out[1]);
-  close_fd(err[1]);
-  close_fd(in[0]);
-  close_fd(err_file);
-  close_fd(status_pipe[1]);
+  out_w.reset();
+  err_w.reset();
+  in_r.reset();
+  err_file.reset();
+  status_w.reset();
   int child_errno = 0;
   ssize_t n;
   do {
-    n = ::read(status_pipe[0], &child_errno, sizeof child_errno);
+    n = ::read(status_r.get(), &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
-  close_fd(status_pipe[0]);
+  status_r.reset();
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     int st = 0;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    cleanup();
     return make_error(child_errno == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
                       "cannot run " + image.path + ": " + std::strerror(child_errno));
   }
   auto child = std::unique_ptr<Child>(new Child());
   child->pid_ = pid;
-  child->out_ = out[0];
-  child->err_ = err[0];
-  child->in_ = in[1];
+  child->out_ = out_r.release();
+  child->err_ = err_r.release();
+  child->in_ = in_w.release();
   ::fcntl(child->out_, F_SETFL, ::fcntl(child->out_, F_GETFL) | O_NONBLOCK);
   if (child->err_ >= 0) ::fcntl(child->err_, F_SETFL, ::fcntl(child->err_, F_GETFL) | O_NONBLOCK);
   return child;
@@ -200,11 +194,10 @@ std::optional<slurm::ExitStatus> Child::try_reap() {
 }
 
 void Child::signal_group(int sig) {
-  if (status_) {
-    // The leader is gone; members of its group may live on (an external trainer's children).
-    ::kill(-pid_, sig);
-    return;
-  }
+  // Once the leader is reaped its pid, and with it the group id, may belong to an unrelated
+  // process (group) at any time: never signal -pid_ then. Until then the unreaped leader (at
+  // worst a zombie) keeps both ids ours.
+  if (status_) return;
   if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);
 }
 
@@ -237,11 +230,24 @@ void write_line(int fd, std::string_view line) {
 }
 
 core::Status make_log_dir(const fs::path& dir) {
+  // The missing directories, outermost first; only those are created, and made 0700 (whatever
+  // the umask): a directory that already exists keeps its mode.
+  std::vector<fs::path> missing;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return make_error(ErrorKind::kIo, "cannot create " + dir.string() + ": " + ec.message());
-  ::chmod(dir.parent_path().c_str(), 0700);
-  ::chmod(dir.c_str(), 0700);
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0) {
+      if (errno == EEXIST && fs::is_directory(*it, ec)) continue;  // made by someone else
+      return make_error(ErrorKind::kIo, errno_text(("cannot create " + it->string()).c_str()));
+    }
+    ::chmod(it->c_str(), 0700);
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return make_error(ErrorKind::kIo, "cannot create " + dir.string() + ": not a directory");
+  }
   return core::ok_status();
 }
 

@@ -118,6 +118,8 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
     last_checkpoint_ = now;
   } else if (type == "done") {
     r.done = true;
+    // The step it finished at (a rank resumed at the last step reports no step event).
+    r.step = std::max(r.step, get<std::int64_t>(event, "step").value_or(r.step));
   }
   return std::nullopt;
 }
@@ -328,7 +330,7 @@ int failure_priority(const Failure& f) {
       Overloaded{[](const FatalError&) { return 6; }, [](const Preemption&) { return 5; },
                  [](const NodeLoss&) { return 4; }, [](const OutOfMemory&) { return 3; },
                  [](const Hang&) { return 2; }, [](const RankCrash&) { return 1; },
-                 [](const CommFailure&) { return 0; }},
+                 [](const Incomplete&) { return 1; }, [](const CommFailure&) { return 0; }},
       f);
 }
 

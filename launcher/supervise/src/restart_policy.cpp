@@ -87,8 +87,9 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
             if (ctx.under_slurm)
               return Requeue{"node " + n.node + " lost and the plan needs " +
                              std::to_string(ctx.min_nodes) + " nodes: requeue for new nodes"};
-            return GiveUp{kExitRestartBudget,
-                          "node " + n.node + " lost and no node is left to run on"};
+            return GiveUp{kExitNodesLost, "node " + n.node + " lost and the plan needs " +
+                                              std::to_string(ctx.min_nodes) +
+                                              " nodes; outside Slurm no requeue brings new ones"};
           },
           [&](const OutOfMemory& o) -> Decision {
             Remediation fix;
@@ -118,6 +119,11 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
           [&](const CommFailure& f) -> Decision {
             return spend(history, budget, ctx, describe(Failure{f}));
           },
+          [&](const Incomplete& f) -> Decision {
+            // The trainer resumes from its checkpoint and may finish: a restart that spends the
+            // budget; one that keeps ending short without a new checkpoint stops as no progress.
+            return spend(history, budget, ctx, describe(Failure{f}));
+          },
       },
       failure);
 }
@@ -136,7 +142,8 @@ std::string_view failure_class(const Failure& f) {
                                [](const CommFailure&) { return std::string_view("comm"); },
                                [](const NodeLoss&) { return std::string_view("node_loss"); },
                                [](const Preemption&) { return std::string_view("preemption"); },
-                               [](const FatalError&) { return std::string_view("fatal"); }},
+                               [](const FatalError&) { return std::string_view("fatal"); },
+                               [](const Incomplete&) { return std::string_view("incomplete"); }},
                     f);
 }
 
@@ -175,6 +182,7 @@ std::string describe(const Failure& f) {
           [](const FatalError& e) {
             return "fatal error (exit " + std::to_string(e.exit_code) + "): " + e.message;
           },
+          [](const Incomplete& i) { return "training not finished: " + i.message; },
       },
       f);
 }

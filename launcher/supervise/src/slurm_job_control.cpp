@@ -3,24 +3,54 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <string_view>
+
+#include "grpo/core/text.h"
 
 namespace grpo::supervise {
 
 using core::ErrorKind;
 using core::make_error;
 
+namespace {
+
+// sinfo's long state names (%T, lower case) of nodes that will not run our ranks: DOWN, DRAINED
+// / DRAINING (an administrator or slurmd took the node out, e.g. "Kill task failed"), FAIL /
+// FAILING. Slurm 23+ may join flags with '+' ("idle+drain"); "not_responding" and "no_respond"
+// are what other Slurm commands call the '*' suffix.
+bool unhealthy_state_word(std::string_view w) {
+  return w == "down" || w == "drained" || w == "draining" || w == "drain" || w == "fail" ||
+         w == "failing" || w == "not_responding" || w == "no_respond";
+}
+
+}  // namespace
+
+bool unhealthy_node_state(std::string_view state) {
+  std::string s(state);
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // The suffixes: '*' not responding (unhealthy); '~' '#' '!' '%' '$' '@' '^' '-' power,
+  // maintenance, reboot and planning flags (not by themselves).
+  bool not_responding = false;
+  while (!s.empty() && std::string_view("*~#!%$@^-+").find(s.back()) != std::string_view::npos) {
+    not_responding = not_responding || s.back() == '*';
+    s.pop_back();
+  }
+  if (not_responding) return true;
+  for (const std::string_view word : core::split(s, '+')) {
+    if (unhealthy_state_word(word)) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> parse_unhealthy_nodes(const std::string& out) {
   std::vector<std::string> bad;
   std::istringstream in(out);
   std::string node, state;
   while (in >> node >> state) {
-    std::string up = state;
-    std::transform(up.begin(), up.end(), up.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    const bool unhealthy =
-        up.find("DOWN") != std::string::npos || up.find("FAIL") != std::string::npos ||
-        up.find("NO_RESPOND") != std::string::npos || (!up.empty() && up.back() == '*');
-    if (unhealthy && std::find(bad.begin(), bad.end(), node) == bad.end()) bad.push_back(node);
+    if (unhealthy_node_state(state) && std::find(bad.begin(), bad.end(), node) == bad.end()) {
+      bad.push_back(node);
+    }
   }
   return bad;
 }

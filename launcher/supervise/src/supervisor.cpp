@@ -219,6 +219,12 @@ json failure_fields(const Failure& f) {
                    j["exit_code"] = e.exit_code;
                    j["message"] = e.message;
                  },
+                 [&](const Incomplete& i) {
+                   j["step"] = i.step;
+                   j["total_steps"] = i.total_steps;
+                   j["resume_step"] = i.resume_step;
+                   j["message"] = i.message;
+                 },
              },
              f);
   return j;
@@ -290,6 +296,9 @@ Supervisor::Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogW
   }
   micro_batch_ = summary_.micro_batch.value_or(o_.config.micro_batch.value_or(0));
   offload_ = summary_.offload;
+  for (const auto& n : o_.exclude) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
+  }
 }
 
 core::Status Supervisor::record(const std::string& type, json fields) {
@@ -688,16 +697,49 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
   // asking it to yield. A torchrun-style trainer that exits 0 after our SIGTERM only stopped.
   const bool success = slurm::shell_code(*a.exit) == 0;
   bool all_done = true;
-  for (int r = 0; r < a.spec.world_size(); ++r) all_done = all_done && a.monitor.rank_done(r);
+  std::string not_done;
+  for (int r = 0; r < a.spec.world_size(); ++r) {
+    if (a.monitor.rank_done(r)) continue;
+    all_done = false;
+    not_done += (not_done.empty() ? "" : ",") + std::to_string(r);
+  }
   const bool stopped_by_us = a.sent.count(SIGTERM) > 0 || a.sent.count(SIGKILL) > 0;
   // grpo-trainer's work is done only when every rank said so: srun can exit 0 for a step whose
   // tasks never ran (a launch failure on a node that is going down).
-  if (success && (all_done || (!stopped_by_us && !embedded()))) return Ending::kCompleted;
+  if (success && (all_done || (!stopped_by_us && !embedded()))) {
+    // ... and only when the steps say so too: no false success.
+    if (auto short_of = unfinished(a)) {
+      a.candidates.push_back(*short_of);
+      return Ending::kFailed;
+    }
+    return Ending::kCompleted;
+  }
   if (success && !stopped_by_us) {
     a.candidates.push_back(
-        RankCrash{-1, 0, 0, "the step ended with exit 0 before training finished"});
+        Incomplete{a.monitor.max_step(), o_.config.total_steps, a.resume_step,
+                   "the step ended with exit 0 but rank(s) " + not_done + " never reported done"});
   }
   return Ending::kFailed;
+}
+
+std::optional<Failure> Supervisor::unfinished(const Attempt& a) const {
+  // The steps are known from grpo-trainer's telemetry, or from any trainer that reports steps;
+  // a trainer that reports none (an external one) is taken at its word.
+  const std::int64_t reached = a.monitor.max_step();
+  if (!embedded() && reached <= 0) return std::nullopt;
+  const std::int64_t total = o_.config.total_steps;
+  if (total > 0) {
+    if (reached >= total) return std::nullopt;
+    return Incomplete{
+        reached, total, a.resume_step,
+        "the trainer exited 0 at step " + std::to_string(reached) + " of " + std::to_string(total)};
+  }
+  if (a.resume_step >= 0 && reached <= a.resume_step) {
+    return Incomplete{reached, total, a.resume_step,
+                      "the attempt resumed from step " + std::to_string(a.resume_step) +
+                          " and ended without a new step"};
+  }
+  return std::nullopt;
 }
 
 core::Result<int> Supervisor::run() {

@@ -1,5 +1,7 @@
-// Fault injection for the supervisor's tests (off unless asked): `--fault SPEC` (repeatable) or
-// the GRPO_FAULT environment variable. Grammar and effects: docs/trainer.md#fault-injection.
+// Fault injection for the supervisor's tests (off unless asked): `--fault SPEC` (repeatable),
+// which grpo-launch passes on the trainer's command line (`grpo-launch run --fault`). Nothing
+// else turns it on: a GRPO_FAULT variable left in the environment is ignored with a warning.
+// Grammar and effects: docs/trainer.md#fault-injection.
 //
 //   SPEC  := FAULT (';' FAULT)*
 //   FAULT := KIND ['@' KEY '=' VALUE (',' KEY '=' VALUE)*]
@@ -53,6 +55,13 @@ struct Fault {
 
 // Errors: kInvalidValue with the offending fault in the message.
 core::Result<std::vector<Fault>> parse_faults(std::string_view spec);
+// The faults of a run: every --fault spec, in order, and nothing from the environment.
+// Errors: those of parse_faults.
+core::Result<std::vector<Fault>> parse_fault_specs(const std::vector<std::string>& specs);
+// One line to warn with when the GRPO_FAULT environment variable is set (it has no effect: a
+// variable left in a user's shell must never inject faults into production ranks); nullopt
+// when it is not set.
+std::optional<std::string> ignored_fault_environment();
 
 class FaultInjector {
  public:

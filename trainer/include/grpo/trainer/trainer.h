@@ -16,7 +16,7 @@ struct TrainerOptions {
   std::filesystem::path run_dir = "runs/grpo-trainer";
   std::string resume = "auto";      // auto | none | PATH (maps to trainer.resume_mode)
   std::string log_level = "info";   // trace | debug | info | warn | error | off
-  std::vector<std::string> faults;  // fault specs (GRPO_FAULT is appended)
+  std::vector<std::string> faults;  // --fault specs (the only way to inject faults)
 };
 
 // Runs training to the end. Never throws; returns an exit code from exit_codes.h.

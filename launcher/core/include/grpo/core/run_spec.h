@@ -23,7 +23,7 @@ struct RunSpec {
   int ranks_per_node = 0;                    // = rankmap.json ranks_per_node
   int cpus_per_task = 0;                     // 0: not given to srun
   std::vector<std::string> trainer_command;  // argv, run by srun without a shell
-  std::vector<std::string> exclude;          // nodes srun must not use (empty today)
+  std::vector<std::string> exclude;          // nodes srun must not use (every attempt's step)
   int world_size() const { return nodes * ranks_per_node; }
 };
 

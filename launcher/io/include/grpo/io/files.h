@@ -21,9 +21,16 @@ core::Result<std::string> read_file(const std::filesystem::path& path,
 core::Status write_file_atomic(const std::filesystem::path& path, std::string_view content,
                                unsigned mode = 0644);
 
+// Renames `from` to `to` unless `to` exists (renameat2 RENAME_NOREPLACE: atomic, never replaces
+// anything; on file systems without it, a directory claims `to` with an exclusive mkdir first).
+// Errors: kIo, "already exists: <to>" when `to` exists.
+core::Status rename_no_replace(const std::filesystem::path& from, const std::filesystem::path& to);
+
 // Creates directory `path` (mode 0700) holding `files` (name -> content) all at once: the files
 // are written into a temporary sibling directory, fsync'd, and the directory is renamed into
-// place. Fails with kIo if `path` exists. `executable` names files to mark 0700.
+// place without replacing anything (rename_no_replace). Fails with kIo "run directory already
+// exists: <path>" if `path` exists, also when another process created it while this one wrote
+// (two launchers racing for one name: exactly one wins). `executable` names files to mark 0700.
 core::Status create_dir_atomic(const std::filesystem::path& path,
                                const std::map<std::string, std::string>& files,
                                const std::vector<std::string>& executable = {});

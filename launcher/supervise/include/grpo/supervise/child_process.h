@@ -60,7 +60,8 @@ class Child {
   // Reaps it without waiting; the status once it has ended (then always the same).
   std::optional<slurm::ExitStatus> try_reap();
   bool reaped() const { return status_.has_value(); }
-  // To its whole process group (the child leads it). A no-op once reaped.
+  // To its whole process group (the child leads it). A no-op once reaped: the pid, and the
+  // group id with it, may then belong to another process.
   void signal_group(int sig);
   void signal_self(int sig);
 
@@ -73,8 +74,8 @@ class Child {
   std::optional<slurm::ExitStatus> status_;
 };
 
-// Creates an attempt's log directory and makes it and its parent (<run_dir>/logs) 0700.
-// Errors: kIo.
+// Creates an attempt's log directory and any missing parent (<run_dir>/logs), each 0700. Only
+// what it creates: an existing directory's mode is left alone. Errors: kIo.
 core::Status make_log_dir(const std::filesystem::path& dir);
 
 // Waits until one of `fds` (those >= 0) is readable or a short slice passes: at most 10 ms and

@@ -57,10 +57,20 @@ struct FatalError {
   std::string message;
 };
 
-using Failure =
-    std::variant<RankCrash, Hang, OutOfMemory, CommFailure, NodeLoss, Preemption, FatalError>;
+// No false success: the attempt ended as if training were done (exit 0; grpo-trainer: every rank
+// said `done`), but it was not: the steps reached fall short of the run's total, a rank never
+// said `done`, or (total unknown) a resumed attempt ended without a new step.
+struct Incomplete {
+  std::int64_t step = 0;         // the newest step the attempt reached (0: none reported)
+  std::int64_t total_steps = 0;  // the run's total (0: unknown)
+  std::int64_t resume_step = -1;
+  std::string message;  // what fell short
+};
 
-// "crash", "hang", "oom", "comm", "node_loss", "preemption", "fatal".
+using Failure = std::variant<RankCrash, Hang, OutOfMemory, CommFailure, NodeLoss, Preemption,
+                             FatalError, Incomplete>;
+
+// "crash", "hang", "oom", "comm", "node_loss", "preemption", "fatal", "incomplete".
 std::string_view failure_class(const Failure& f);
 // One line for people.
 std::string describe(const Failure& f);

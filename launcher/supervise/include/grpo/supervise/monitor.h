@@ -104,7 +104,8 @@ class AttemptMonitor {
   bool stalled(double now, const RunTimings& timings) const;
   // Every rank has sent a heartbeat or a step in this attempt (launching -> healthy).
   bool all_reported() const;
-  // The newest step every rank completed in this attempt (0: none).
+  // The newest step every rank completed in this attempt (0: none); a rank's `done` counts as
+  // its step.
   std::int64_t min_step() const;
   std::int64_t max_step() const;
   bool rank_done(int rank) const;
@@ -154,8 +155,8 @@ std::optional<Failure> failure_from_exit(int rank, const ExitStatus& status,
 std::optional<Failure> failure_from_note(const RunnerNote& note);
 
 // Root-cause priority when an attempt yields several failures (a crash makes its peers report
-// COMM_ERROR): fatal > preemption > node loss > OOM > hang > crash > comm. Higher wins; among
-// equals the first one seen.
+// COMM_ERROR): fatal > preemption > node loss > OOM > hang > crash = incomplete > comm. Higher
+// wins; among equals the first one seen.
 int failure_priority(const Failure& f);
 
 }  // namespace grpo::supervise

@@ -26,6 +26,7 @@ enum SupervisorExit : int {
   kExitNoProgress = 81,       // restarts made no new checkpoint: do not requeue
   kExitFatal = 82,            // a deterministic error (configuration); retrying cannot help
   kExitOomUnremediable = 83,  // out of memory with nothing left to shrink
+  kExitNodesLost = 84,        // a node was lost, too few are left and no requeue (outside Slurm)
   kExitInterrupted = 130,     // stopped by the user (SIGINT / SIGTERM outside Slurm)
 };
 

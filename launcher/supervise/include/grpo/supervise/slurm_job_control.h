@@ -1,11 +1,13 @@
 // JobControl inside a Slurm job: the end time from libslurm (slurm_job.h's JobSource), node
-// health from `sinfo -h -N -n <nodes> -o "%N %T"` (DOWN, FAIL, NO_RESPOND or a trailing '*'
-// mean unhealthy) and `scontrol requeue <job>`, both through a ProcessRunner (no shell).
+// health from `sinfo -h -N -n <nodes> -o "%N %T"` (down, drained, draining, fail, failing, or
+// the '*' suffix of a node not responding mean unhealthy) and `scontrol requeue <job>`, both
+// through a ProcessRunner (no shell).
 // Separate library (grpo_supervise_slurm) so that grpo_supervise needs no libslurm.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grpo/slurm/process_runner.h"
@@ -42,6 +44,10 @@ class SlurmJobControl final : public JobControl {
   SlurmJobControlOptions o_;
 };
 
+// One node state as `sinfo -o %T` prints it ("idle", "mixed", "allocated+", "drained",
+// "draining", "down*", "idle~", "idle+drain", ...): down, drained, draining, fail, failing or
+// not responding (the '*' suffix). Case-insensitive.
+bool unhealthy_node_state(std::string_view state);
 // sinfo's "%N %T" lines -> the unhealthy nodes among them (pure, for tests).
 std::vector<std::string> parse_unhealthy_nodes(const std::string& sinfo_output);
 

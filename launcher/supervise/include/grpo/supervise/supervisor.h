@@ -75,6 +75,9 @@ struct SupervisorOptions {
   std::map<std::string, std::string> env;  // for every rank (the plan's environment, GRPO_RUN_*)
   int nodes = 1;                           // of the plan
   int ranks_per_node = 1;
+  // Nodes no attempt may use (run.json's `exclude`): every attempt's srun --exclude carries them,
+  // with the nodes excluded after a node loss.
+  std::vector<std::string> exclude;
   SupervisorConfig config;
   double poll_s = 0.1;            // longest wait for rank output between checks
   double metrics_interval_s = 5;  // metrics.prom rewrite period
@@ -139,6 +142,9 @@ class Supervisor {
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
+  // Why an attempt that ended as if training were done did not finish it (failure.h's
+  // Incomplete), nullopt when it did.
+  std::optional<Failure> unfinished(const Attempt& a) const;
   void tick(bool force);
   AttemptSpec make_spec(int attempt, int nodes, std::int64_t resume_step) const;
   int usable_nodes(int available) const;
