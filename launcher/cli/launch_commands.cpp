@@ -43,28 +43,6 @@ namespace {
 
 constexpr const char* kTemplateName = "sbatch.mustache";
 
-// The value of the last `--set key=VALUE` of `key` among the trainer settings (grpo-trainer
-// applies them in order: the last one wins); nullopt when the key is not set.
-std::optional<std::string> last_trainer_set(const std::vector<std::string>& trainer_sets,
-                                            std::string_view key) {
-  std::optional<std::string> value;
-  for (const auto& kv : trainer_sets) {
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos && std::string_view(kv).substr(0, eq) == key) {
-      value = kv.substr(eq + 1);
-    }
-  }
-  return value;
-}
-
-// A whole decimal integer; nullopt for anything else (the trainer reports a bad value itself).
-std::optional<std::int64_t> whole_number(const std::string& text) {
-  std::int64_t v = 0;
-  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
 int fail(const core::Error& e) {
   print_error(e.str());
   return exit_code_for(e);
@@ -160,6 +138,17 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     }
     run.trainer_command = std::move(argv).value();
   } else {
+    for (const auto& kv : args.trainer_sets) {
+      const auto eq = kv.find('=');
+      const std::string key = kv.substr(0, eq);
+      if (const std::string layout_key = core::layout_key_for_trainer_key(key);
+          !layout_key.empty()) {
+        return make_error(ErrorKind::kInvalidValue,
+                          "--set " + kv + ": set the layout with --set " + layout_key + "=" +
+                              (eq == std::string::npos ? "" : kv.substr(eq + 1)) +
+                              " (the planner checks it and passes it to the trainer)");
+      }
+    }
     const fs::path next_to = io::executable_dir() / "grpo-trainer";
     std::string model = args.plan.model;
     if (looks_like_file(model)) {
@@ -230,8 +219,8 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
     // wins over the plan's. One that is not a positive integer is the trainer's to refuse, and
     // nothing is passed after it.
     c.micro_batch = plan.best.layout.micro_batch;
-    if (const auto user = last_trainer_set(args.trainer_sets, supervise::kMicroBatchKey)) {
-      const auto v = whole_number(*user);
+    if (const auto user = core::last_trainer_set(args.trainer_sets, supervise::kMicroBatchKey)) {
+      const auto v = core::whole_number(*user);
       c.micro_batch = v && *v >= 1 && *v <= std::numeric_limits<int>::max()
                           ? std::optional<int>(static_cast<int>(*v))
                           : std::nullopt;
@@ -251,11 +240,11 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
 std::int64_t total_steps(const std::vector<std::string>& trainer_sets) {
   // grpo-trainer's defaults (docs/trainer-config.md): 300 SFT + 100 GRPO steps.
   std::int64_t sft = 300, grpo = 100;
-  if (const auto v = last_trainer_set(trainer_sets, "trainer.sft_warmup_steps")) {
-    sft = whole_number(*v).value_or(sft);
+  if (const auto v = core::last_trainer_set(trainer_sets, "trainer.sft_warmup_steps")) {
+    sft = core::whole_number(*v).value_or(sft);
   }
-  if (const auto v = last_trainer_set(trainer_sets, "trainer.total_training_steps")) {
-    grpo = whole_number(*v).value_or(grpo);
+  if (const auto v = core::last_trainer_set(trainer_sets, "trainer.total_training_steps")) {
+    grpo = core::whole_number(*v).value_or(grpo);
   }
   return sft + grpo;
 }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "grpo/core/trainer_args.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
@@ -81,3 +82,70 @@ TEST(SupervisorConfigFromLaunch, EveryAttemptRunsWithTheUsersMicroBatch) {
 
 }  // namespace
 }  // namespace grpo::cli
+
+namespace grpo::core {
+namespace {
+
+ModelSpec moe_with(int experts) {
+  ModelSpec m;
+  m.name = "m";
+  m.num_experts = experts;
+  m.experts_per_token = 2;
+  return m;
+}
+
+TEST(EmbeddedTrainerLayout, RunsDataAndExpertParallelismOnly) {
+  const ModelSpec moe = moe_with(8);
+  ModelSpec dense;
+  dense.name = "d";
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 1, 1}, dense), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 8, 1}, moe), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, moe),
+            "the embedded trainer runs data and expert parallelism only; this layout needs "
+            "TP=2, PP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 2, 1}, dense),
+            "EP=2 needs a mixture-of-experts model; d is dense");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 6, 3, 1}, moe),
+            "EP=3 does not divide the 8 experts of m");
+}
+
+TEST(EmbeddedTrainerLayout, WorldUnitKeepsEveryGroupWhole) {
+  // lcm(tp*cp*pp, etp*ep*pp): TP=2 with EP=4 -> lcm(2, 4) = 4; PP=2 TP=2 EP=3 -> lcm(4, 6) = 12.
+  EXPECT_EQ(layout_world_unit(ParallelDims{1, 1, 1, 8, 1, 1}), 1);
+  EXPECT_EQ(layout_world_unit(ParallelDims{2, 1, 1, 4, 4, 1}), 4);
+  EXPECT_EQ(layout_world_unit(ParallelDims{2, 2, 1, 3, 3, 1}), 12);
+}
+
+TEST(EmbeddedTrainerLayout, SettingsUseVerlsKeysAndMapBack) {
+  Layout l;
+  l.dims = ParallelDims{1, 1, 1, 4, 2, 1};
+  l.rollout_tp = 2;
+  const std::vector<std::string> want = {
+      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
+      "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=1",
+      "actor_rollout_ref.actor.megatron.context_parallel_size=1",
+      "actor_rollout_ref.actor.megatron.expert_model_parallel_size=2",
+      "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1",
+      "actor_rollout_ref.actor.megatron.sequence_parallel=false",
+      "actor_rollout_ref.rollout.tensor_model_parallel_size=2"};
+  EXPECT_EQ(trainer_layout_settings(l), want);
+  const std::vector<std::string> back = {"tp",        "pp", "cp", "ep", "etp", "sequence_parallel",
+                                         "rollout_tp"};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(layout_key_for_trainer_key(want[i].substr(0, want[i].find('='))), back[i]);
+    EXPECT_TRUE(is_layout_key(back[i])) << back[i];
+  }
+  EXPECT_EQ(layout_key_for_trainer_key("data.train_batch_size"), "");
+}
+
+TEST(TrainerSets, LastOneWinsAndWholeNumbersOnly) {
+  const std::vector<std::string> sets = {"a=1", "b=x", "a=7", "c"};
+  EXPECT_EQ(last_trainer_set(sets, "a"), "7");
+  EXPECT_EQ(last_trainer_set(sets, "c"), std::nullopt);
+  EXPECT_EQ(whole_number("42"), 42);
+  EXPECT_EQ(whole_number("4.2"), std::nullopt);
+  EXPECT_EQ(whole_number(""), std::nullopt);
+}
+
+}  // namespace
+}  // namespace grpo::core

@@ -237,7 +237,7 @@ int run_trainer(const TrainerOptions& options) {
                        {"total_steps", cfg.total_steps()},
                        {"sft_warmup_steps", cfg.sft_warmup_steps},
                        {"kernels", cfg.kernels},
-                       {"faults", fault_specs}});
+                       {"faults", options.faults}});
     spdlog::info("model {} ({} parameters), task {}, {} SFT + {} GRPO steps, run dir {}",
                  spec->name, params, cfg.task, cfg.sft_warmup_steps, cfg.total_training_steps,
                  options.run_dir.string());

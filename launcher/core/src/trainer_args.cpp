@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <numeric>
+#include <utility>
 
 namespace grpo::core {
 
@@ -72,26 +73,49 @@ int layout_world_unit(const ParallelDims& d) {
 }
 
 std::vector<int> batch_divisors(const Plan& plan, const std::vector<std::string>& trainer_sets) {
-  std::int64_t train = plan.workload.train_batch_size;
-  std::int64_t mini = plan.workload.ppo_mini_batch_size;
-  std::int64_t sft = kTrainerDefaultSftBatchSize;
-  std::int64_t val = kTrainerDefaultValSize;
+  auto value = [&](std::string_view key, std::int64_t fallback) {
+    const auto v = last_trainer_set(trainer_sets, key);
+    return static_cast<int>(v ? whole_number(*v).value_or(fallback) : fallback);
+  };
+  return {value("data.train_batch_size", plan.workload.train_batch_size),
+          value("actor_rollout_ref.actor.ppo_mini_batch_size", plan.workload.ppo_mini_batch_size),
+          value("trainer.sft_batch_size", kTrainerDefaultSftBatchSize),
+          value("data.val_size", kTrainerDefaultValSize)};
+}
+
+std::optional<std::string> last_trainer_set(const std::vector<std::string>& trainer_sets,
+                                            std::string_view key) {
+  std::optional<std::string> value;
   for (const auto& kv : trainer_sets) {
     const auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = kv.substr(0, eq);
-    std::int64_t v = 0;
-    const char* first = kv.data() + eq + 1;
-    const char* last = kv.data() + kv.size();
-    const auto [end, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || end != last) continue;  // the trainer reports a bad value itself
-    if (key == "data.train_batch_size") train = v;
-    if (key == "actor_rollout_ref.actor.ppo_mini_batch_size") mini = v;
-    if (key == "trainer.sft_batch_size") sft = v;
-    if (key == "data.val_size") val = v;
+    if (eq != std::string::npos && std::string_view(kv).substr(0, eq) == key) {
+      value = kv.substr(eq + 1);
+    }
   }
-  return {static_cast<int>(train), static_cast<int>(mini), static_cast<int>(sft),
-          static_cast<int>(val)};
+  return value;
+}
+
+std::optional<std::int64_t> whole_number(std::string_view text) {
+  std::int64_t v = 0;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::string layout_key_for_trainer_key(std::string_view key) {
+  static const std::array<std::pair<std::string_view, std::string_view>, 7> kKeys = {{
+      {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "tp"},
+      {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "pp"},
+      {"actor_rollout_ref.actor.megatron.context_parallel_size", "cp"},
+      {"actor_rollout_ref.actor.megatron.expert_model_parallel_size", "ep"},
+      {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size", "etp"},
+      {"actor_rollout_ref.actor.megatron.sequence_parallel", "sequence_parallel"},
+      {"actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout_tp"},
+  }};
+  for (const auto& [trainer_key, layout_key] : kKeys) {
+    if (key == trainer_key) return std::string(layout_key);
+  }
+  return {};
 }
 
 }  // namespace grpo::core

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,18 @@ bool is_trainer_key(std::string_view key);
 // actor_rollout_ref.actor.use_kl_loss. The micro batch is not among them: the supervisor passes
 // it (and halves it after an out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
+
+// The value of the last `key=VALUE` of `key` among `trainer_sets` (grpo-trainer applies them in
+// order: the last one wins); nullopt when the key is not set.
+std::optional<std::string> last_trainer_set(const std::vector<std::string>& trainer_sets,
+                                            std::string_view key);
+// A whole decimal integer; nullopt for anything else (the trainer reports a bad value itself).
+std::optional<std::int64_t> whole_number(std::string_view text);
+
+// The planner's layout key ("tp", "ep", ...) for a trainer key that sets the layout
+// (actor_rollout_ref.actor.megatron.tensor_model_parallel_size, ...), or empty. Such keys are set
+// through the planner, which checks them, never directly.
+std::string layout_key_for_trainer_key(std::string_view key);
 
 // The plan's layout for grpo-trainer under verl's keys: actor_rollout_ref.actor.megatron.
 // {tensor,pipeline,context,expert,expert_tensor}_model_parallel_size (expert_tensor_parallel_size
