@@ -7,6 +7,7 @@
 #include "grpo/core/catalog.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/planner.h"
+#include "grpo/core/trainer_args.h"
 #include "grpo/io/profile_store.h"
 
 namespace grpo::cli {
@@ -43,7 +44,8 @@ int input_error(const core::Error& e) {
 
 }  // namespace
 
-core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args) {
+core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
+                                    bool embedded_trainer) {
   const auto provider = make_provider(global);
   std::vector<core::Override> overrides;
   for (const auto& s : args.sets) {
@@ -53,6 +55,7 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   core::PlanRequest request;
   std::vector<core::Override> profile_overrides;
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
+  if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints);
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));
   if (!args.engines.empty()) {

@@ -107,6 +107,9 @@ void print_error(const std::string& message);
 void print_warning(const std::string& message);
 
 // Loads the profile and model (with --set) and plans. Errors: input errors of the catalog.
-core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args);
+// The plan for `args`; with `embedded_trainer`, only among the layouts grpo-trainer runs
+// (core::limit_to_embedded_trainer).
+core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
+                                    bool embedded_trainer = false);
 
 }  // namespace grpo::cli

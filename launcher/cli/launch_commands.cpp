@@ -265,7 +265,7 @@ LaunchArgs split_trainer_sets(const LaunchArgs& args) {
 
 int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan);
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
   if (!built.ok()) return fail(built.error());
   auto p = prepare(global, args, std::move(built).value(), true);
   if (!p.ok()) return fail(p.error());
@@ -276,7 +276,7 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
 
 int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan);
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
   if (!built.ok()) return fail(built.error());
   if (!core::plan_ok(built.value())) {
     if (args.plan.format == "json") {

@@ -140,6 +140,7 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
         {"lost_s", s.lost_s},
         {"effective_ratio", supervise::effective_ratio(s, now_seconds())},
         {"torn_log", log->torn}};
+    if (!s.layout.empty()) j["layout"] = s.layout;
     if (s.reward) j["reward"] = *s.reward;
     if (s.val_reward) j["val_reward"] = *s.val_reward;
     if (s.tokens_per_s) j["tokens_per_s"] = *s.tokens_per_s;

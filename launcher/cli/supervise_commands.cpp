@@ -220,7 +220,7 @@ int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
 
 int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan);
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
   if (!built.ok()) return fail(built.error());
   if (!core::plan_ok(built.value())) {
     std::cout << core::render_summary(built.value());

@@ -109,6 +109,19 @@ TEST(EmbeddedTrainerLayout, RunsDataAndExpertParallelismOnly) {
             "EP=3 does not divide the 8 experts of m");
 }
 
+TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) {
+  LayoutConstraints c;
+  c.pp = 2;  // the user's choice stays (and is refused later, with the reason)
+  c.ep = 4;
+  limit_to_embedded_trainer(c);
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.pp, 2);
+  EXPECT_EQ(c.cp, 1);
+  EXPECT_EQ(c.etp, 1);
+  EXPECT_EQ(c.ep, 4);
+  EXPECT_FALSE(c.dp.has_value());
+}
+
 TEST(EmbeddedTrainerLayout, WorldUnitKeepsEveryGroupWhole) {
   // lcm(tp*cp*pp, etp*ep*pp): TP=2 with EP=4 -> lcm(2, 4) = 4; PP=2 TP=2 EP=3 -> lcm(4, 6) = 12.
   EXPECT_EQ(layout_world_unit(ParallelDims{1, 1, 1, 8, 1, 1}), 1);

@@ -68,6 +68,12 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, const ModelSpec&
   return {};
 }
 
+void limit_to_embedded_trainer(LayoutConstraints& c) {
+  for (std::optional<int>* size : {&c.tp, &c.pp, &c.cp, &c.etp}) {
+    if (!size->has_value()) *size = 1;
+  }
+}
+
 int layout_world_unit(const ParallelDims& d) {
   return std::lcm(d.tp * d.cp * d.pp, d.etp * d.ep * d.pp);
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -122,6 +123,13 @@ core::Status apply_event(RunSummary& s, const json& e) {
         s.recent_step_s = s.recent_step_s == 0 ? t : 0.8 * s.recent_step_s + 0.2 * t;
       }
     }
+  } else if (type == "layout") {
+    std::string l;
+    for (const char* k : {"tp", "pp", "cp", "dp", "ep", "etp"}) {
+      l += (l.empty() ? "" : " ") + std::string(k) + "=" + std::to_string(field_or<int>(e, k, 1));
+    }
+    for (char& c : l) c = static_cast<char>(c == '=' ? c : std::toupper(c));
+    s.layout = l;
   } else if (type == "validation") {
     if (e.contains("val_reward")) s.val_reward = field_or<double>(e, "val_reward", 0);
   } else if (type == ev::kOomError) {

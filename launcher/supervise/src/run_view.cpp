@@ -101,6 +101,7 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
            (s.val_reward ? fixed(*s.val_reward, 3) : std::string("-")) + ")\n";
   }
   if (s.tokens_per_s) out += "throughput " + rate(*s.tokens_per_s) + " tokens/s\n";
+  if (!s.layout.empty()) out += "layout     " + s.layout + "\n";
   out += "attempts   " + std::to_string(s.attempt) + " (supervisor starts " +
          std::to_string(s.supervisor_starts) + ", restarts " + std::to_string(s.restarts) +
          ", requeues " + std::to_string(s.requeues) + ")\n";

@@ -49,6 +49,11 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 // the EP group); tensor, pipeline, context and expert-tensor parallelism are not built yet.
 std::string embedded_trainer_unsupported(const ParallelDims& dims, const ModelSpec& model);
 
+// What the planner searches when the embedded trainer will run the plan: TP, PP, CP and ETP are
+// fixed at 1 unless the user fixed them (a user's choice stays, and
+// embedded_trainer_unsupported then says why it cannot run).
+void limit_to_embedded_trainer(LayoutConstraints& constraints);
+
 // The world size must be a multiple of this for `dims` to stay legal when data parallelism
 // shrinks: lcm(tp * cp * pp, etp * ep * pp).
 int layout_world_unit(const ParallelDims& dims);

@@ -62,7 +62,10 @@ struct RunSummary {
   std::optional<double> loss;
   std::optional<double> kl;
   double recent_step_s = 0;  // moving average of wall time per step (for the ETA)
-  std::string profile;       // from run_started
+  // The layout the newest attempt ran ("TP=1 PP=1 CP=1 DP=2 EP=2 ETP=1"), from the trainer's
+  // `layout` event; empty until one arrives (a --trainer-cmd program sends none).
+  std::string layout;
+  std::string profile;  // from run_started
   std::string model;
   std::optional<std::string> slurm_job_id;
   std::map<std::string, int> failures;  // by class
