@@ -2,10 +2,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
-#include "grpo/io/files.h"
 #include "grpo/tokenizer/bpe.h"
 #include "grpo/tokenizer/utf8.h"
 #include "impl.h"
@@ -436,18 +437,37 @@ core::Result<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
   return Tokenizer(std::move(impl));
 }
 
+namespace {
+
+// The whole file (grpo_io's read_file is not in the fuzz tree, which builds this library).
+core::Result<std::string> read_text(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) {
+    return make_error(ErrorKind::kNotFound, "no such file", core::SourceLocation{p.string(), 0, 0});
+  }
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  if (!f.good() && !f.eof()) {
+    return make_error(ErrorKind::kIo, "cannot read", core::SourceLocation{p.string(), 0, 0});
+  }
+  return s.str();
+}
+
+}  // namespace
+
 core::Result<Tokenizer> Tokenizer::load(const std::filesystem::path& dir) {
   const auto tok_path = dir / "tokenizer.json";
-  GRPO_TRY(const std::string tok, io::read_file(tok_path, std::size_t{1} << 30));
+  GRPO_TRY(const std::string tok, read_text(tok_path));
   std::string cfg, jinja;
   std::error_code ec;
   const auto cfg_path = dir / "tokenizer_config.json";
   if (std::filesystem::exists(cfg_path, ec)) {
-    GRPO_TRY(cfg, io::read_file(cfg_path, std::size_t{64} << 20));
+    GRPO_TRY(cfg, read_text(cfg_path));
   }
   // Newer repositories keep the template in its own file.
   if (const auto p = dir / "chat_template.jinja"; std::filesystem::exists(p, ec)) {
-    GRPO_TRY(jinja, io::read_file(p));
+    GRPO_TRY(jinja, read_text(p));
   }
   GRPO_TRY(auto impl, build(tok, cfg, tok_path.string(), cfg_path.string(), jinja));
   return Tokenizer(std::move(impl));
