@@ -139,6 +139,23 @@ TEST(TokenizerLoad, ContentErrorsNameTheJsonPath) {
   EXPECT_EQ(cfg.error().str(), "c.json: chat_template: expected a string");
 }
 
+TEST(TokenizerLoad, WrongTypesAndHugeNumbersAreErrorsNotExceptions) {
+  // Found by fuzz_tokenizer: nlohmann throws out_of_range for "4e511" and type_error from value().
+  auto t = Tokenizer::from_json("14e511", "", "tok.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().str(), "tok.json: invalid JSON: number overflow parsing '14e511'");
+  std::string json = read(kTiny / "tokenizer.json");
+  json.replace(json.find(R"("lstrip": false)"), 15, R"("lstrip": "no")");
+  t = Tokenizer::from_json(json, "", "tok.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().str(),
+            "tok.json: a value of the wrong type: type must be boolean, but is string");
+  t = Tokenizer::from_json(read(kTiny / "tokenizer.json"), R"({"chat_template": [{"name": 1}]})",
+                           "t.json", "c.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().where.file, "c.json");
+}
+
 TEST(TokenizerLoad, UnsupportedPartsAreRefused) {
   const std::string base = read(kTiny / "tokenizer.json");
   const auto refuse = [&](const std::string& from, const std::string& to) {

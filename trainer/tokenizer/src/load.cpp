@@ -53,9 +53,25 @@ struct Where {
   }
 };
 
+// "[json.exception.parse_error.101] parse error at line 1, column 2: x" -> "x".
+std::string json_message(const json::exception& e) {
+  std::string msg = e.what();
+  if (msg.rfind("[json", 0) == 0) {
+    const auto close = msg.find("] ");
+    if (close != std::string::npos) msg = msg.substr(close + 2);
+    if (msg.rfind("parse error", 0) == 0) {
+      if (const auto p = msg.find(": "); p != std::string::npos) msg = msg.substr(p + 2);
+    }
+  }
+  return msg;
+}
+
 core::Result<json> parse_json(std::string_view text, const std::string& file) {
   try {
     return json::parse(text);
+  } catch (const json::out_of_range& e) {  // a number too large for any type
+    return make_error(ErrorKind::kParse, "invalid JSON: " + json_message(e),
+                      core::SourceLocation{file, 0, 0});
   } catch (const json::parse_error& e) {
     // e.byte: 1-based offset of the byte where parsing failed.
     const std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
@@ -68,11 +84,7 @@ core::Result<json> parse_json(std::string_view text, const std::string& file) {
         ++col;
       }
     }
-    std::string msg = e.what();
-    if (const auto p = msg.find(": "); p != std::string::npos && msg.rfind("[json", 0) == 0) {
-      msg = msg.substr(p + 2);  // drop "[json.exception.parse_error.101] parse error at ...: "
-    }
-    return make_error(ErrorKind::kParse, "invalid JSON: " + msg,
+    return make_error(ErrorKind::kParse, "invalid JSON: " + json_message(e),
                       core::SourceLocation{file, line, col});
   }
 }
@@ -382,6 +394,12 @@ core::Status read_config(std::string_view text, const std::string& file, Tokeniz
   return core::ok_status();
 }
 
+core::Result<std::shared_ptr<Tokenizer::Impl>> build_from(const json& j,
+                                                          std::string_view config_json,
+                                                          const Where& w,
+                                                          const std::string& config_file,
+                                                          std::string_view jinja);
+
 // Everything from_json and load do; `jinja` is the text of chat_template.jinja ("" for none),
 // used when tokenizer_config.json has no chat_template.
 core::Result<std::shared_ptr<Tokenizer::Impl>> build(std::string_view tokenizer_json,
@@ -392,6 +410,19 @@ core::Result<std::shared_ptr<Tokenizer::Impl>> build(std::string_view tokenizer_
   GRPO_TRY(const json j, parse_json(tokenizer_json, file));
   const Where w{file};
   if (!j.is_object()) return w.error(ErrorKind::kWrongType, "(top level)", "expected an object");
+  try {
+    return build_from(j, config_json, w, config_file, jinja);
+  } catch (const json::exception& e) {  // a value() or get() of the wrong type somewhere
+    return make_error(ErrorKind::kWrongType, "a value of the wrong type: " + json_message(e),
+                      core::SourceLocation{file, 0, 0});
+  }
+}
+
+core::Result<std::shared_ptr<Tokenizer::Impl>> build_from(const json& j,
+                                                          std::string_view config_json,
+                                                          const Where& w,
+                                                          const std::string& config_file,
+                                                          std::string_view jinja) {
   auto impl = std::make_shared<Tokenizer::Impl>();
   static const json kNull;
   GRPO_TRY_STATUS(read_model(j.contains("model") ? j["model"] : kNull, w, *impl));
@@ -407,7 +438,12 @@ core::Result<std::shared_ptr<Tokenizer::Impl>> build(std::string_view tokenizer_
   for (const AddedToken& a : impl->added) {
     impl->id_special[static_cast<std::size_t>(a.id)] = a.special;
   }
-  GRPO_TRY_STATUS(read_config(config_json, config_file, *impl));
+  try {
+    GRPO_TRY_STATUS(read_config(config_json, config_file, *impl));
+  } catch (const json::exception& e) {
+    return make_error(ErrorKind::kWrongType, "a value of the wrong type: " + json_message(e),
+                      core::SourceLocation{config_file, 0, 0});
+  }
   if (impl->config.chat_template.empty()) impl->config.chat_template = std::string(jinja);
   const auto id_of = [&](const std::string& t) -> std::optional<TokenId> {
     const auto it = impl->by_spelling.find(t);

@@ -16,6 +16,8 @@ core::Result<json> parse_json_line(std::string_view line) {
   const std::string text = replace_lone_surrogate_escapes(to_valid_utf8(line));
   try {
     return json::parse(text);
+  } catch (const json::out_of_range& e) {  // a number too large for any type
+    return make_error(ErrorKind::kParse, std::string("invalid JSON: ") + e.what());
   } catch (const json::parse_error& e) {
     std::string msg = e.what();
     if (const auto p = msg.find(": "); p != std::string::npos && msg.rfind("[json", 0) == 0) {
