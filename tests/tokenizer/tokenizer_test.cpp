@@ -118,6 +118,18 @@ TEST(TinyTokenizer, MergesAsPairsReadTheSame) {
   EXPECT_EQ(t->encode("abc bc a"), Ids({5, 3, 7, 6}));  // " bc": Ġ b c -> Ġ bc
 }
 
+TEST(TinyTokenizer, ARepeatedMergeTakesItsLastRank) {
+  // "a b" again after "b c": (a,b) now ranks 5, after (b,c) at 3, so "abc" is a bc (no "a bc"
+  // merge) -> [0, 7]; transformers.js's Map (and tokenizers' HashMap) keep the last rank.
+  std::string json = read(kTiny / "tokenizer.json");
+  const std::string last = R"("Ã ©"])";
+  json.replace(json.find(last), last.size(), R"("Ã ©", "a b"])");
+  auto t = Tokenizer::from_json(json);
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  EXPECT_EQ(t->encode("abc"), Ids({0, 7}));
+  EXPECT_EQ(t->encode("ab"), Ids({4}));
+}
+
 TEST(TokenizerLoad, ParseErrorHasLineAndColumn) {
   auto t = Tokenizer::from_json("{\n  \"model\": {\n    \"vocab\": {,}\n  }\n}", "", "tok.json");
   ASSERT_FALSE(t.ok());

@@ -38,8 +38,7 @@ void MergeTable::build(const std::vector<std::pair<std::uint64_t, Merge>>& entri
   for (const auto& [k, m] : entries) {
     std::size_t i = hash(k) & mask_;
     while (slots_[i].merge.rank >= 0 && slots_[i].key != k) i = (i + 1) & mask_;
-    if (slots_[i].merge.rank >= 0) continue;  // a repeated merge keeps its first (lower) rank
-    slots_[i] = Slot{k, m};
+    slots_[i] = Slot{k, m};  // a repeated merge gets its last rank, as in transformers.js's Map
   }
 }
 
