@@ -5,6 +5,8 @@
 //   {"t": text, "ids": [...], "d": decode(ids), "rt": true when decode must give t back}
 //   {"b": hex bytes, "ids": [...]}          raw bytes, decoded by TextDecoder (fatal: false)
 //   {"chat": [messages], "agp": bool, "et": bool|null, "text": rendered, "ids": [...]}
+//   {"tiny": text, "ids": [...]}            tests/data/tokenizer/tiny's tokenizer.json (strings
+//                                           whose every byte has a token: no null ids)
 // Usage: node oracle.mjs NPM_DIR OUT_FILE [N_TEXTS] [N_CHATS]
 import fs from 'node:fs';
 import path from 'node:path';
@@ -171,5 +173,17 @@ for (let i = 0; i < nChats; ++i) {
   if (et !== null) ctx.enable_thinking = et;
   const rendered = template.render(ctx);
   out.push(JSON.stringify({ chat: messages, agp, et, text: rendered, ids: encode(rendered) }));
+}
+// The hand-written tokenizer of tokenizer_test.cpp, through transformers.js too.
+const tinyJson = JSON.parse(fs.readFileSync(
+  new URL('../data/tokenizer/tiny/tokenizer.json', import.meta.url), 'utf8'));
+const tiny = qwen3.TokenizerLoader.fromPreTrained({
+  tokenizerJSON: tinyJson, tokenizerConfig: { tokenizer_class: 'Qwen2Tokenizer' } });
+const tinyPieces = ['a', 'b', 'c', 'ab', 'bc', ' ', '  ', '\n', '1', '\u00e9', 'e\u0301', '<|end|>',
+  '<|e', 'abc', ' a', 'cab'];
+for (let i = 0; i < 500; ++i) {
+  const t = many(int(1, 10), () => pick(tinyPieces));
+  const ids = tiny.encode(t, { add_special_tokens: false });
+  if (ids.every((x) => typeof x === 'number')) out.push(JSON.stringify({ tiny: t, ids }));
 }
 fs.writeFileSync(outFile, out.join('\n') + '\n');

@@ -27,7 +27,7 @@ constexpr const char* kFix =
 struct Oracle {
   std::string error;  // why there is none
   std::optional<Tokenizer> tok;
-  std::vector<json> texts, bytes, chats;
+  std::vector<json> texts, bytes, chats, tiny;
 };
 
 const Oracle& oracle() {
@@ -65,7 +65,11 @@ const Oracle& oracle() {
         r.error = "oracle output: " + j.error().message;
         return r;
       }
-      (j->contains("t") ? r.texts : j->contains("b") ? r.bytes : r.chats).push_back(*j);
+      (j->contains("t")      ? r.texts
+       : j->contains("b")    ? r.bytes
+       : j->contains("tiny") ? r.tiny
+                             : r.chats)
+          .push_back(*j);
     }
     return r;
   }();
@@ -170,6 +174,24 @@ TEST(TokenizerOracle, ChatTemplateMatchesJinja) {
     }
   }
   EXPECT_EQ(bad, 0) << "of " << o.chats.size();
+}
+
+TEST(TokenizerOracle, TinyTokenizerAsTransformersJsEncodesIt) {
+  REQUIRE_ORACLE();
+  (void)tok;
+  auto tiny = Tokenizer::load(fs::path(GRPO_SOURCE_DIR) / "tests/data/tokenizer/tiny");
+  ASSERT_TRUE(tiny.ok()) << tiny.error().str();
+  ASSERT_GE(o.tiny.size(), 300u);
+  int bad = 0;
+  for (const json& c : o.tiny) {
+    const auto& text = c["tiny"].get_ref<const std::string&>();
+    const auto want = c["ids"].get<std::vector<TokenId>>();
+    if (tiny->encode(text) != want && ++bad <= 10) {
+      ADD_FAILURE() << "tiny " << json(text).dump() << "\n  js:  " << ids_str(want)
+                    << "\n  c++: " << ids_str(tiny->encode(text));
+    }
+  }
+  EXPECT_EQ(bad, 0);
 }
 
 }  // namespace
