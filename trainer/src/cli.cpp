@@ -7,6 +7,7 @@
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/trainer.h"
 #include "grpo/trainer/version.h"
+#include "tokenize_command.h"
 
 namespace grpo::trainer {
 
@@ -16,7 +17,9 @@ int run_trainer_cli(int argc, char** argv) {
       "the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
       "Events: one JSON object per line on stdout (docs/telemetry.md); logs on stderr.\n"
       "Exit codes: 0 done, 1 internal error, 2 usage/config error, 3 I/O error, 4 communication "
-      "failure, 5 out of memory, 6 injected crash, 7 stopped on request."};
+      "failure, 5 out of memory, 6 injected crash, 7 stopped on request.\n"
+      "Subcommand: tokenize (Qwen's tokenizer on stdin/stdout; see `grpo-trainer tokenize "
+      "--help`)."};
   app.set_version_flag("--version", std::string("grpo-trainer ") + std::string(version()));
   TrainerOptions o;
   std::string run_dir = o.run_dir.string();
@@ -38,12 +41,41 @@ int run_trainer_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--fault", o.faults, "inject a fault, e.g. crash@step=12,rank=1 (repeatable)");
   app.add_flag("--list-keys", list_keys, "print every config key with its default and exit");
+
+  TokenizeCommand tc;
+  CLI::App* tokenize = app.add_subcommand(
+      "tokenize",
+      "Tokenize with a Hugging Face byte-level BPE tokenizer (Qwen2/2.5/3; docs/tokenizer.md). "
+      "Reads one JSON value per line on stdin, writes one JSON value per line on stdout:\n"
+      "  (default)  \"text\" -> [ids]; no special tokens are added, but special-token text in "
+      "the input (\"<|im_end|>\") becomes that token, as Hugging Face does\n"
+      "  --decode   [ids] -> \"text\" (bytes that are not UTF-8 become U+FFFD)\n"
+      "  --chat     [{\"role\": ..., \"content\": ...}, ...] -> [ids] of the chat template "
+      "(Qwen2.5 or Qwen3, rendered in C++) with the generation prompt\n"
+      "Invalid UTF-8 and lone \\uD800-\\uDFFF escapes in the input become U+FFFD.\n"
+      "Exit codes: 0 done; 2 bad tokenizer files or a bad input line (stops there, one line on "
+      "stderr: <stdin>:LINE[:COL]: message); 3 I/O error.");
+  tokenize
+      ->add_option("--tokenizer", tc.tokenizer_dir,
+                   "directory with tokenizer.json and tokenizer_config.json")
+      ->required();
+  CLI::Option* decode_flag =
+      tokenize->add_flag("--decode", tc.decode, "ids -> text instead of text -> ids");
+  tokenize->add_flag("--chat", tc.chat, "messages -> ids of the rendered chat template")
+      ->excludes(decode_flag);
+  tokenize->add_flag("--no-thinking", tc.no_thinking,
+                     "--chat: Qwen3's enable_thinking=false (an empty <think> block)");
+  tokenize->add_flag("--no-generation-prompt", tc.no_generation_prompt,
+                     "--chat: leave out the assistant turn's opening");
+  tokenize->add_flag("--skip-special-tokens", tc.skip_special_tokens,
+                     "--decode: leave out special tokens");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
+  if (tokenize->parsed()) return run_tokenize_command(tc);
   if (list_keys) {
     for (const ConfigKey& k : config_keys()) {
       std::cout << k.name << " = " << k.default_text << "  # " << k.type << ": " << k.doc << "\n";
