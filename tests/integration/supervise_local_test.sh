@@ -12,6 +12,8 @@
 #         budget      a crash on every attempt: --max-restarts 2 used up, exit 80
 #         supervisor  the supervisor itself killed (-9) at step 5; `supervise` continues the run
 #         sigint      Ctrl-C: checkpoint and exit 130; `supervise` continues the run
+#         layout      the plan's layout runs: EP=4 on 4 ranks trains to the end and `status` names
+#                     it; a TP=2 plan is refused before anything starts (the trainer lacks TP)
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -47,6 +49,26 @@ case "$mode" in
     [[ -s "$run/logs/attempt-1/rank-0.log" && -s "$run/logs/attempt-1/rank-1.log" ]] || fail "rank logs"
     grep -q '^grpo_step{run="run"} 10' "$run/metrics.prom" || fail "metrics.prom: $(cat "$run/metrics.prom")"
     grep -q "step 10/10" "$TEST_TMP/out" || fail "no final progress line: $(cat "$TEST_TMP/out")"
+    # The layout that ran is the plan's (the local plan for tiny-moe uses expert parallelism).
+    want=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["plan"]["layout"]
+print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "etp")))' "$run/plan.json")
+    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    [[ "$got" == "$want" ]] || fail "status layout '$got', plan '$want'"
+    ;;
+  layout)
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set ep=4 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "EP=4 run failed"; }
+    "${check[@]}" "$run" --summary || fail "EP=4 run"
+    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    [[ "$got" == "TP=1 PP=1 CP=1 DP=4 EP=4 ETP=1" ]] || fail "status layout '$got'"
+    grep -q '"type":"layout"' "$run/events.jsonl" || fail "no layout event"
+    code=0
+    "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/tp2" --set tp=2 \
+      >"$TEST_TMP/out2" 2>"$TEST_TMP/err2" || code=$?
+    [[ $code == 2 ]] || fail "TP=2: exit $code, want 2"
+    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data and expert parallelism only; this layout needs TP=2" "$TEST_TMP/err2" ||
+      fail "TP=2: $(cat "$TEST_TMP/err2")"
+    [[ ! -e "$TEST_TMP/tp2" ]] || fail "TP=2: a run directory was created"
     ;;
   kill9)
     "$launch" "${base[@]}" --fault 'sigkill@step=5,rank=1' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||

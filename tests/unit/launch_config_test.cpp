@@ -120,6 +120,9 @@ TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) 
   EXPECT_EQ(c.etp, 1);
   EXPECT_EQ(c.ep, 4);
   EXPECT_FALSE(c.dp.has_value());
+  EXPECT_EQ(c.distributed_optimizer, false);  // every rank holds the whole optimizer state
+  EXPECT_EQ(c.optimizer_offload, false);
+  EXPECT_EQ(c.recompute, Recompute::kNone);
 }
 
 TEST(EmbeddedTrainerLayout, WorldUnitKeepsEveryGroupWhole) {

@@ -77,6 +77,35 @@ void TrainingRun::report_step(std::int64_t s, bool sft, const StepMetrics& m) {
   }
 }
 
+void TrainingRun::emit_layout() {
+  const TrainerConfig& cfg = ctx_.cfg;
+  const core::ParallelDims& d = ctx_.par.dims;
+  // What this rank holds, in bytes: the planner's per-device memory items (bench/layouts).
+  std::int64_t param_bytes = 0;
+  for (const auto& [name, p] : state_.model->named_params()) {
+    param_bytes += static_cast<std::int64_t>(p.nbytes());
+  }
+  std::int64_t optimizer_bytes = 0;
+  for (const auto& [name, t] : state_.optim->state()) {
+    optimizer_bytes += static_cast<std::int64_t>(t.nbytes());
+  }
+  ctx_.tel.emit("layout",
+                {{"tp", d.tp},
+                 {"pp", d.pp},
+                 {"cp", d.cp},
+                 {"dp", d.dp},
+                 {"ep", d.ep},
+                 {"etp", d.etp},
+                 {"edp", d.edp()},
+                 {"sequence_parallel", cfg.sequence_parallel},
+                 {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
+                 {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
+                 {"token_exchange", d.ep > 1 ? "all-gather" : "none"},
+                 {"param_bytes", param_bytes},
+                 {"grad_bytes", param_bytes},
+                 {"optimizer_bytes", optimizer_bytes}});
+}
+
 int TrainingRun::run() {
   const TrainerConfig& cfg = ctx_.cfg;
   const bootstrap::WorldInfo& world = boot_->world();
@@ -85,27 +114,13 @@ int TrainingRun::run() {
                                  world.world_size > 1 ? world.local_rank : 0);
   if (!par.ok()) return fail(par.error());
   ctx_.par = std::move(par).value();
-  if (ctx_.rank == 0) {
-    const core::ParallelDims& d = ctx_.par.dims;
-    ctx_.tel.emit("layout",
-                  {{"tp", d.tp},
-                   {"pp", d.pp},
-                   {"cp", d.cp},
-                   {"dp", d.dp},
-                   {"ep", d.ep},
-                   {"etp", d.etp},
-                   {"edp", d.edp()},
-                   {"sequence_parallel", cfg.sequence_parallel},
-                   {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
-                   {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
-                   {"token_exchange", d.ep > 1 ? "all-gather" : "none"}});
-  }
   spdlog::info("layout {}{}", ctx_.par.describe(),
                ctx_.par.ep ? fmt::format(", experts {}..{} on this rank",
                                          ctx_.par.local_experts(ctx_.spec.num_experts).first,
                                          ctx_.par.local_experts(ctx_.spec.num_experts).second - 1)
                            : "");
   setup();
+  emit_layout();
   if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
     spdlog::error("resume failed: {}", st.error().message);
     ctx_.tel.emit(

@@ -30,6 +30,8 @@ class TrainingRun {
 
  private:
   void setup();
+  // The `layout` event: the parallel sizes and what this rank holds (docs/telemetry.md).
+  void emit_layout();
   // Reports a failed step and returns its exit code.
   int fail(const core::Error& e);
   // The step event and, on rank 0, the log line.

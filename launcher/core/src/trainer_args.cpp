@@ -72,6 +72,13 @@ void limit_to_embedded_trainer(LayoutConstraints& c) {
   for (std::optional<int>* size : {&c.tp, &c.pp, &c.cp, &c.etp}) {
     if (!size->has_value()) *size = 1;
   }
+  // It keeps the whole optimizer state on every rank, offloads nothing and recomputes nothing:
+  // the memory the planner estimates is then the memory that runs.
+  for (std::optional<bool>* off : {&c.distributed_optimizer, &c.param_offload, &c.grad_offload,
+                                   &c.optimizer_offload, &c.cpu_optimizer}) {
+    if (!off->has_value()) *off = false;
+  }
+  if (!c.recompute) c.recompute = Recompute::kNone;
 }
 
 int layout_world_unit(const ParallelDims& d) {

@@ -50,8 +50,8 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 std::string embedded_trainer_unsupported(const ParallelDims& dims, const ModelSpec& model);
 
 // What the planner searches when the embedded trainer will run the plan: TP, PP, CP and ETP are
-// fixed at 1 unless the user fixed them (a user's choice stays, and
-// embedded_trainer_unsupported then says why it cannot run).
+// fixed at 1, the distributed optimizer, offload and recompute off, unless the user fixed them (a
+// user's layout choice stays, and embedded_trainer_unsupported then says why it cannot run).
 void limit_to_embedded_trainer(LayoutConstraints& constraints);
 
 // The world size must be a multiple of this for `dims` to stay legal when data parallelism
