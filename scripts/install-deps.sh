@@ -45,6 +45,8 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-openmp
   # the trainer's tokenizer (trainer/tokenizer): PCRE2 runs the pre-tokenizer regex, ICU does NFC
   libpcre2-dev libicu-dev
+  # the trainer's checkpoint and weight checksums: SHA-256 from OpenSSL's libcrypto (EVP)
+  libssl-dev
   # packaging; python3 for test helpers, the benchmarks' drivers and scripts/refresh-schema.py
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)

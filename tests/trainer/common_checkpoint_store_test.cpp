@@ -46,6 +46,26 @@ TEST_F(StoreTest, CommitWritesManifestLatestAndPrunes) {
   EXPECT_EQ(best->manifest["files"]["model.bin"]["bytes"], 8);
 }
 
+// A checkpoint as the hand-written SHA-256 wrote it (before libcrypto did the hashing): its
+// manifest's lowercase hex still verifies. The hash was checked against coreutils' sha256sum.
+TEST_F(StoreTest, ACheckpointWrittenBeforeLibcryptoStillVerifies) {
+  const fs::path dir = root_ / "step_00000010";
+  fs::create_directories(dir);
+  ASSERT_TRUE(
+      write_file_synced(dir / "model.bin", "weights written by the hand-written SHA-256").ok());
+  ASSERT_TRUE(write_file_synced(dir / "manifest.json", R"({
+  "files": {"model.bin": {"bytes": 43,
+    "sha256": "65184670c1156b90c0e65f6584481bc1e03d5cb82482c7505f4f9d591b91bfb9"}},
+  "format": "grpo-checkpoint", "metadata": {}, "step": 10, "version": 1
+}
+)")
+                  .ok());
+  CheckpointStore s(root_);
+  auto info = s.verify(dir);
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->step, 10);
+}
+
 TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
   CheckpointStore s(root_);
   save(s, 10, "good");

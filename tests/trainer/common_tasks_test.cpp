@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <stdexcept>
 
 #include "grpo/trainer/faults.h"
 #include "grpo/trainer/sha256.h"
@@ -68,6 +74,9 @@ TEST(Tasks, SplitsAreDeterministicAndDisjoint) {
 TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // FIPS 180-2 appendix B.2: 56 bytes, so the padding spills into a second block.
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   std::string million(1000000, 'a');
   EXPECT_EQ(sha256_hex(million),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
@@ -75,6 +84,45 @@ TEST(Sha256, KnownVectors) {
   h.update(million.substr(0, 333));
   h.update(million.substr(333));
   EXPECT_EQ(h.hex_digest(), sha256_hex(million));
+}
+
+// An independent oracle: coreutils' sha256sum on files around the 64-byte block boundaries, every
+// byte value present; each also hashed in two updates split at every third position.
+TEST(Sha256, MatchesCoreutilsSha256sum) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("grpo-sha256-" + std::to_string(::getpid()));
+  for (std::size_t n : {0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 100003}) {
+    std::string data(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<char>((i * 167 + n) & 0xff);
+    {
+      std::ofstream out(file, std::ios::binary);
+      out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    }
+    const std::string cmd = "sha256sum '" + file.string() + "'";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char line[256] = {};
+    const bool got = std::fgets(line, sizeof line, p) != nullptr;
+    ASSERT_EQ(::pclose(p), 0) << cmd;
+    ASSERT_TRUE(got) << cmd;
+    const std::string expected = std::string(line).substr(0, 64);
+    EXPECT_EQ(sha256_hex(data), expected) << n << " bytes";
+    for (std::size_t cut = 0; cut <= n && n <= 200; cut += 3) {
+      Sha256 h;
+      h.update(data.data(), cut);
+      h.update(std::string_view(data).substr(cut));
+      EXPECT_EQ(h.hex_digest(), expected) << n << " bytes split at " << cut;
+    }
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(Sha256, DigestIsStableAndUpdateAfterItThrows) {
+  Sha256 h;
+  h.update("abc");
+  EXPECT_EQ(h.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(h.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_THROW(h.update("d"), std::runtime_error);
 }
 
 // Faults come only from the --fault specs: a GRPO_FAULT in the environment adds nothing and is

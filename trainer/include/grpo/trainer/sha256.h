@@ -1,14 +1,20 @@
-// SHA-256 (FIPS 180-4), for checkpoint manifests and weight checksums. LibTorch-free.
+// SHA-256 (FIPS 180-4), for checkpoint manifests and weight checksums: OpenSSL's libcrypto
+// (the EVP digest API) does the hashing. LibTorch-free.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX; <openssl/evp.h> stays out of this header
+
 namespace grpo::trainer {
 
+// Incremental hasher. Move-only. A libcrypto failure (out of memory, no SHA-256 in the loaded
+// providers) throws std::runtime_error; so does update() after digest().
 class Sha256 {
  public:
   Sha256();
@@ -18,11 +24,12 @@ class Sha256 {
   std::string hex_digest();               // lowercase hex of digest()
 
  private:
-  void block(const std::uint8_t* p);
-  std::array<std::uint32_t, 8> h_;
-  std::array<std::uint8_t, 64> buf_{};
-  std::size_t buf_len_ = 0;
-  std::uint64_t total_ = 0;
+  struct CtxFree {
+    void operator()(evp_md_ctx_st* ctx) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, CtxFree> ctx_;
+  bool finished_ = false;
+  std::array<std::uint8_t, 32> digest_{};  // valid once finished_
 };
 
 std::string sha256_hex(std::string_view data);
