@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -185,6 +186,21 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     }
   }
   p.supervisor = supervisor_config(args, p.plan);
+  if (args.trainer_cmd.empty()) {
+    // After losing nodes the embedded trainer continues at the layout the planner picks for the
+    // nodes left (its checkpoints load at any layout): plan each smaller node count now.
+    for (int n = p.plan.rank_map.nodes - 1; n >= std::max(1, p.supervisor.min_nodes); --n) {
+      PlanArgs fewer = args.plan;
+      fewer.sets.push_back("nodes=" + std::to_string(n));
+      auto replanned = build_plan(global, fewer, true);
+      if (!replanned.ok() || !core::plan_ok(*replanned) ||
+          !core::embedded_trainer_unsupported(replanned->best.layout.dims, replanned->model)
+               .empty()) {
+        continue;
+      }
+      p.supervisor.replans[n] = core::trainer_layout_settings(replanned->best.layout);
+    }
+  }
   return p;
 }
 

@@ -123,6 +123,15 @@ print(f"failures {fails}; excluded n2: {bool(excl)}; last attempt on {last['host
       f"({last['world_size']} rank)")
 ok = "node_loss" in fails and excl and not excl[0]["spends_budget"] and last["world_size"] == 1 \
     and last["excluded"] == ["n2"]
+# The first attempt ran the plan's layout; the one on the remaining node the layout re-planned
+# for one node (supervisor.json `replans`), from a checkpoint written at the first one.
+plan = json.load(open(sys.argv[1] + "/plan.json"))["plan"]["layout"]
+replan = json.load(open(sys.argv[1] + "/supervisor.json"))["replans"]["1"]
+ep_1 = next(int(kv.split("=")[1]) for kv in replan if "expert_model_parallel_size" in kv)
+lay = [e for e in ev if e["type"] == "layout"]
+print(f"plan EP={plan['ep']}, re-planned for 1 node EP={ep_1}; layouts run: "
+      f"{[(e['attempt'], e['ep'], e['dp']) for e in lay]}")
+ok = ok and lay[0]["ep"] == plan["ep"] and lay[-1]["ep"] == ep_1 and lay[-1]["dp"] == 1
 sys.exit(0 if ok else 1)
 PY
     "${check[@]}" "$run" --failure node_loss --allow comm --allow crash --world-size 1 --summary ||

@@ -391,6 +391,56 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   EXPECT_EQ(second["hosts"], json::array({"n1"}));
 }
 
+// With re-plans (the embedded trainer), the attempt after a node loss runs the layout planned for
+// the nodes left: its settings follow the plan's in the trainer's arguments (the last --set wins).
+// A node count without a re-plan is not used even when the batch sizes would divide.
+TEST(SupervisorLoop, NodeLossContinuesAtTheReplannedLayout) {
+  Harness h("replan");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.trainer_argv = {"grpo-trainer", "--set", "ep=2"};
+  h.opts.config.min_nodes = 1;
+  h.opts.config.world_unit = 2;             // the plan's EP=2 cannot run on one rank...
+  h.opts.config.replans = {{1, {"ep=1"}}};  // ...but the re-planned layout can
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  h.push(Harness::attempt(5, 1));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  ASSERT_EQ(h.runner.started().size(), 2u);
+  const auto& first = h.runner.started()[0].argv;
+  const auto& second = h.runner.started()[1].argv;
+  EXPECT_EQ(std::find(first.begin(), first.end(), "ep=1"), first.end());
+  EXPECT_EQ(h.runner.started()[1].nodes, 1);
+  const auto plan_ep = std::find(second.begin(), second.end(), "ep=2");
+  const auto replanned_ep = std::find(second.begin(), second.end(), "ep=1");
+  ASSERT_NE(replanned_ep, second.end());
+  EXPECT_LT(plan_ep, replanned_ep);
+  EXPECT_EQ(*(replanned_ep - 1), "--set");
+
+  Harness none("noreplan");
+  none.job.slurm = true;
+  none.job.nodes = {"n1", "n2"};
+  none.opts.nodes = 2;
+  none.opts.ranks_per_node = 1;
+  none.opts.config.min_nodes = 1;
+  none.opts.config.replans = {{3, {"ep=1"}}};  // nothing planned for 1 node
+  SimAttempt b = Harness::failing(1, 7, std::nullopt);
+  b.actions.push_back(SimAction{
+      7.0, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  b.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
+  b.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
+  none.push(b);
+  EXPECT_EQ(none.run(), kExitRequeue);
+}
+
 // run.json's `exclude` reaches every attempt: the first one and the one after a node loss carry
 // it in their srun --exclude, with the lost node added.
 TEST(SupervisorLoop, RunJsonExcludeGoesToEveryAttemptsSrun) {

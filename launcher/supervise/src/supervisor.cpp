@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -58,6 +59,9 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["min_nodes"] = c.min_nodes;
   j["divisible_by"] = c.divisible_by;
   j["world_unit"] = c.world_unit;
+  json replans = json::object();
+  for (const auto& [n, sets] : c.replans) replans[std::to_string(n)] = sets;
+  j["replans"] = replans;
   j["stop_grace_s"] = c.stop_grace_s;
   j["checkpoint_timeout_s"] = c.checkpoint_timeout_s;
   j["end_margin_s"] = c.end_margin_s;
@@ -103,6 +107,17 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.min_nodes = j.value("min_nodes", c.min_nodes);
     c.divisible_by = j.value("divisible_by", c.divisible_by);
     c.world_unit = j.value("world_unit", c.world_unit);
+    if (j.contains("replans")) {
+      for (const auto& [n, sets] : j.at("replans").items()) {
+        int nodes = 0;
+        const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), nodes);
+        if (ec != std::errc() || end != n.data() + n.size() || nodes < 1) {
+          return make_error(ErrorKind::kInvalidValue,
+                            "replans: '" + n + "' is not a number of nodes", where);
+        }
+        c.replans[nodes] = sets.get<std::vector<std::string>>();
+      }
+    }
     c.stop_grace_s = j.value("stop_grace_s", c.stop_grace_s);
     c.checkpoint_timeout_s = j.value("checkpoint_timeout_s", c.checkpoint_timeout_s);
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
@@ -366,7 +381,12 @@ int Supervisor::usable_nodes(int available) const {
   int n = std::min(available, o_.nodes);
   for (; n >= 1; --n) {
     const int world = n * o_.ranks_per_node;
-    bool ok = o_.config.world_unit < 1 || world % o_.config.world_unit == 0;
+    // Fewer nodes run the layout re-planned for them, or (without re-plans) the plan's layout
+    // with a smaller DP, which needs every model-parallel group whole.
+    const auto& replans = o_.config.replans;
+    bool ok = n == o_.nodes ||
+              (replans.empty() ? o_.config.world_unit < 1 || world % o_.config.world_unit == 0
+                               : replans.count(n) > 0);
     for (int d : o_.config.divisible_by) {
       if (d > 0 && d % world != 0) ok = false;
     }
@@ -379,6 +399,12 @@ AttemptSpec Supervisor::make_spec(int attempt, int nodes, std::int64_t /*resume_
   AttemptSpec spec;
   spec.attempt = attempt;
   spec.argv = o_.trainer_argv;
+  if (auto it = o_.config.replans.find(nodes); nodes != o_.nodes && it != o_.config.replans.end()) {
+    for (const std::string& kv : it->second) {
+      spec.argv.push_back("--set");
+      spec.argv.push_back(kv);
+    }
+  }
   if (o_.config.contract == TrainerContract::kEmbedded && micro_batch_ > 0) {
     spec.argv.push_back("--set");
     spec.argv.push_back(std::string(kMicroBatchKey) + "=" + std::to_string(micro_batch_));

@@ -47,12 +47,17 @@ struct SupervisorConfig {
   HangOptions hang;
   StragglerOptions straggler;
   WarningThresholds warnings;
-  std::int64_t total_steps = 0;     // for progress and ETA (0: unknown)
-  std::optional<int> micro_batch;   // the plan's micro batch; passed to the embedded trainer
-  bool offload_supported = false;   // the embedded trainer cannot offload
-  int min_nodes = 0;                // fewest nodes the plan runs on (0: all of them)
-  std::vector<int> divisible_by;    // batch sizes the world size must divide when DP shrinks
-  int world_unit = 1;               // the world size stays a multiple of this (TP x PP x CP, EP)
+  std::int64_t total_steps = 0;    // for progress and ETA (0: unknown)
+  std::optional<int> micro_batch;  // the plan's micro batch; passed to the embedded trainer
+  bool offload_supported = false;  // the embedded trainer cannot offload
+  int min_nodes = 0;               // fewest nodes the plan runs on (0: all of them)
+  std::vector<int> divisible_by;   // batch sizes the world size must divide when DP shrinks
+  int world_unit = 1;              // the world size stays a multiple of this (TP x PP x CP, EP)
+  // Nodes -> the trainer settings (--set key=value) of the layout the planner picks for that
+  // many nodes, for the embedded trainer: after losing nodes the run continues on n nodes only
+  // when n has an entry (and the batch sizes divide), at that layout, from the newest
+  // checkpoint (which loads at any layout). Empty: the world_unit rule instead.
+  std::map<int, std::vector<std::string>> replans;
   double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
   double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
   double end_margin_s = 0;          // yield this long before the job's end time (0: derived)
