@@ -45,7 +45,7 @@ int input_error(const core::Error& e) {
 }  // namespace
 
 core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
-                                    bool embedded_trainer) {
+                                    bool embedded_trainer, std::string* note) {
   const auto provider = make_provider(global);
   std::vector<core::Override> overrides;
   for (const auto& s : args.sets) {
@@ -55,14 +55,34 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   core::PlanRequest request;
   std::vector<core::Override> profile_overrides;
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
-  if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints);
+  const core::LayoutConstraints given = request.constraints;
+  if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints, true);
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));
   if (!args.engines.empty()) {
     GRPO_TRY(request.engines, core::parse_engine_versions(args.engines));
   }
   request.alternatives = args.alternatives;
-  return core::make_plan(request);
+  core::Plan plan = core::make_plan(request);
+  if (embedded_trainer && !core::plan_ok(plan)) {
+    // Nothing fits with the optimizer state whole on every rank (as grpo-trainer keeps it): plan
+    // with Megatron's memory savings, and say that the estimate assumes them.
+    request.constraints = given;
+    core::limit_to_embedded_trainer(request.constraints, false);
+    core::Plan loose = core::make_plan(request);
+    if (core::plan_ok(loose)) {
+      if (note != nullptr) {
+        *note =
+            "no layout fits with the whole optimizer state on every rank, as grpo-trainer keeps "
+            "it; this plan's memory estimate assumes " +
+            std::string(loose.best.layout.distributed_optimizer ? "Megatron's distributed optimizer"
+                                                                : "offload or recompute") +
+            ", which the embedded trainer does not have yet";
+      }
+      return loose;
+    }
+  }
+  return plan;
 }
 
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {

@@ -108,8 +108,9 @@ void print_warning(const std::string& message);
 
 // Loads the profile and model (with --set) and plans. Errors: input errors of the catalog.
 // The plan for `args`; with `embedded_trainer`, only among the layouts grpo-trainer runs
-// (core::limit_to_embedded_trainer).
+// (core::limit_to_embedded_trainer), as it runs them when one fits that way; otherwise `note`
+// (when given) says what the estimate assumes that the trainer lacks.
 core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
-                                    bool embedded_trainer = false);
+                                    bool embedded_trainer = false, std::string* note = nullptr);
 
 }  // namespace grpo::cli

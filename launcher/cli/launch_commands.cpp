@@ -281,8 +281,10 @@ LaunchArgs split_trainer_sets(const LaunchArgs& args) {
 
 int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
+  std::string note;
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
   if (!built.ok()) return fail(built.error());
+  if (!note.empty()) print_warning(note);
   auto p = prepare(global, args, std::move(built).value(), true);
   if (!p.ok()) return fail(p.error());
   if (!p->unsupported_layout.empty()) print_warning(p->unsupported_layout);
@@ -292,8 +294,10 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
 
 int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
+  std::string note;
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
   if (!built.ok()) return fail(built.error());
+  if (!note.empty()) print_warning(note);
   if (!core::plan_ok(built.value())) {
     if (args.plan.format == "json") {
       std::cout << core::plan_to_json(built.value()).dump(2) << "\n";

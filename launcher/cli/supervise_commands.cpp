@@ -220,8 +220,10 @@ int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
 
 int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty());
+  std::string note;
+  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
   if (!built.ok()) return fail(built.error());
+  if (!note.empty()) print_warning(note);
   if (!core::plan_ok(built.value())) {
     std::cout << core::render_summary(built.value());
     print_error("the plan is not runnable (see the diagnostics above); nothing was started");

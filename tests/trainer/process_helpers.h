@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace grpo::trainer::testing {
@@ -139,6 +140,18 @@ inline std::vector<RankResult> wait_ranks(const std::vector<pid_t>& pids, const 
     res.stderr_text.assign(std::istreambuf_iterator<char>(e), {});
   }
   return results;
+}
+
+inline std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Every rank exited with `code` (gtest expectations; each failure shows the rank's stderr).
+inline void expect_all_exit(const std::vector<RankResult>& rs, int code) {
+  for (std::size_t r = 0; r < rs.size(); ++r) {
+    EXPECT_EQ(rs[r].exit_code, code) << "rank " << r << ":\n" << rs[r].stderr_text;
+  }
 }
 
 // Runs `world` ranks of grpo-trainer with `args` (plus --run-dir) and waits for all of them.

@@ -10,17 +10,6 @@
 namespace grpo::trainer::testing {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-void expect_all_exit(const std::vector<RankResult>& rs, int code) {
-  for (std::size_t r = 0; r < rs.size(); ++r) {
-    EXPECT_EQ(rs[r].exit_code, code) << "rank " << r << ":\n" << rs[r].stderr_text;
-  }
-}
-
 struct ResumeCase {
   std::string model;
   int world;

@@ -113,7 +113,11 @@ TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) 
   LayoutConstraints c;
   c.pp = 2;  // the user's choice stays (and is refused later, with the reason)
   c.ep = 4;
-  limit_to_embedded_trainer(c);
+  LayoutConstraints loose = c;
+  limit_to_embedded_trainer(loose, false);
+  EXPECT_EQ(loose.tp, 1);
+  EXPECT_FALSE(loose.distributed_optimizer.has_value());
+  limit_to_embedded_trainer(c, true);
   EXPECT_EQ(c.tp, 1);
   EXPECT_EQ(c.pp, 2);
   EXPECT_EQ(c.cp, 1);

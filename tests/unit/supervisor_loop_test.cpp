@@ -73,6 +73,18 @@ struct Harness {
     sim_fault(a, rank, step, status);
     return a;
   }
+  // A first attempt on 2 nodes whose second node (`node`) fails at `at` s: srun reports it,
+  // rank 0 loses its peer (exit 4), rank 1 is killed.
+  static SimAttempt node_failure(const std::string& node, double at) {
+    SimAttempt a = failing(1, 7, std::nullopt);
+    a.actions.push_back(
+        SimAction{at, 1,
+                  RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on " + node,
+                             std::nullopt, node}});
+    a.actions.push_back(SimAction{at + 0.1, 0, SimExit{Exited{4}}});
+    a.actions.push_back(SimAction{at + 0.1, 1, SimExit{Signaled{SIGKILL}}});
+    return a;
+  }
   void push(SimAttempt a) { runner.push(std::move(a)); }
 
   int run() {
@@ -404,13 +416,7 @@ TEST(SupervisorLoop, NodeLossContinuesAtTheReplannedLayout) {
   h.opts.config.min_nodes = 1;
   h.opts.config.world_unit = 2;             // the plan's EP=2 cannot run on one rank...
   h.opts.config.replans = {{1, {"ep=1"}}};  // ...but the re-planned layout can
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      7.0, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n2", 7.0));
   h.push(Harness::attempt(5, 1));
   EXPECT_EQ(h.run(), kExitSucceeded);
   ASSERT_EQ(h.runner.started().size(), 2u);
@@ -431,13 +437,7 @@ TEST(SupervisorLoop, NodeLossContinuesAtTheReplannedLayout) {
   none.opts.ranks_per_node = 1;
   none.opts.config.min_nodes = 1;
   none.opts.config.replans = {{3, {"ep=1"}}};  // nothing planned for 1 node
-  SimAttempt b = Harness::failing(1, 7, std::nullopt);
-  b.actions.push_back(SimAction{
-      7.0, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  b.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
-  b.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  none.push(b);
+  none.push(Harness::node_failure("n2", 7.0));
   EXPECT_EQ(none.run(), kExitRequeue);
 }
 
@@ -451,13 +451,7 @@ TEST(SupervisorLoop, RunJsonExcludeGoesToEveryAttemptsSrun) {
   h.opts.ranks_per_node = 1;
   h.opts.exclude = {"n2"};
   h.opts.config.min_nodes = 1;
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      7.0, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n3", std::nullopt, "n3"}});
-  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n3", 7.0));
   h.push(Harness::attempt(5));
   EXPECT_EQ(h.run(), kExitSucceeded);
   ASSERT_EQ(h.runner.started().size(), 2u);
@@ -502,13 +496,7 @@ TEST(SupervisorLoop, NodeLossBelowTheMinimumRequeues) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.min_nodes = 2;
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      7.0, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n2", 7.0));
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.job.requeues, 1);
 }
@@ -521,13 +509,7 @@ TEST(SupervisorLoop, NodeLossBelowTheMinimumOutsideSlurmExitsNodesLost) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.min_nodes = 2;
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      7.0, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  a.actions.push_back(SimAction{7.1, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{7.1, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n2", 7.0));
   EXPECT_EQ(h.run(), kExitNodesLost);
   EXPECT_EQ(h.of("failure").front()["class"], "node_loss");
   const auto d = h.of("decision").back();

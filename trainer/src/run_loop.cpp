@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "full_model.h"
+#include "grpo/core/plan_render.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/system_info.h"
 #include "run_control.h"
@@ -89,21 +90,16 @@ void TrainingRun::emit_layout() {
   for (const auto& [name, t] : state_.optim->state()) {
     optimizer_bytes += static_cast<std::int64_t>(t.nbytes());
   }
-  ctx_.tel.emit("layout",
-                {{"tp", d.tp},
-                 {"pp", d.pp},
-                 {"cp", d.cp},
-                 {"dp", d.dp},
-                 {"ep", d.ep},
-                 {"etp", d.etp},
-                 {"edp", d.edp()},
-                 {"sequence_parallel", cfg.sequence_parallel},
-                 {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
-                 {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
-                 {"token_exchange", d.ep > 1 ? "all-gather" : "none"},
-                 {"param_bytes", param_bytes},
-                 {"grad_bytes", param_bytes},
-                 {"optimizer_bytes", optimizer_bytes}});
+  nlohmann::json fields = core::dims_to_json(d);
+  fields.update(
+      nlohmann::json{{"sequence_parallel", cfg.sequence_parallel},
+                     {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
+                     {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
+                     {"token_exchange", d.ep > 1 ? "all-gather" : "none"},
+                     {"param_bytes", param_bytes},
+                     {"grad_bytes", param_bytes},
+                     {"optimizer_bytes", optimizer_bytes}});
+  ctx_.tel.emit("layout", fields);
 }
 
 int TrainingRun::run() {

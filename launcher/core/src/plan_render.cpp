@@ -250,27 +250,26 @@ nlohmann::json env_to_json(const EnvContract& env, const RankMap& map) {
   return j;
 }
 
+nlohmann::json dims_to_json(const ParallelDims& d) {
+  return {{"tp", d.tp}, {"pp", d.pp},   {"cp", d.cp},    {"dp", d.dp},
+          {"ep", d.ep}, {"etp", d.etp}, {"edp", d.edp()}};
+}
+
 nlohmann::json layout_to_json(const Layout& l) {
-  const auto& d = l.dims;
-  return {{"tp", d.tp},
-          {"pp", d.pp},
-          {"cp", d.cp},
-          {"dp", d.dp},
-          {"ep", d.ep},
-          {"etp", d.etp},
-          {"edp", d.edp()},
-          {"micro_batch", l.micro_batch},
-          {"rollout_tp", l.rollout_tp},
-          {"sequence_parallel", l.sequence_parallel},
-          {"recompute", std::string(to_string(l.recompute))},
-          {"distributed_optimizer", l.distributed_optimizer},
-          {"offload",
-           {{"params", l.offload.params},
-            {"grads", l.offload.grads},
-            {"optimizer", l.offload.optimizer},
-            {"cpu_optimizer", l.offload.cpu_optimizer}}},
-          {"first_stage_layers", l.first_stage_layers},
-          {"last_stage_layers", l.last_stage_layers}};
+  nlohmann::json j = dims_to_json(l.dims);
+  j.update(nlohmann::json{{"micro_batch", l.micro_batch},
+                          {"rollout_tp", l.rollout_tp},
+                          {"sequence_parallel", l.sequence_parallel},
+                          {"recompute", std::string(to_string(l.recompute))},
+                          {"distributed_optimizer", l.distributed_optimizer},
+                          {"offload",
+                           {{"params", l.offload.params},
+                            {"grads", l.offload.grads},
+                            {"optimizer", l.offload.optimizer},
+                            {"cpu_optimizer", l.offload.cpu_optimizer}}},
+                          {"first_stage_layers", l.first_stage_layers},
+                          {"last_stage_layers", l.last_stage_layers}});
+  return j;
 }
 
 nlohmann::json diagnostic_to_json(const Diagnostic& d) {

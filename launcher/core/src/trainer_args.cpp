@@ -68,10 +68,11 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, const ModelSpec&
   return {};
 }
 
-void limit_to_embedded_trainer(LayoutConstraints& c) {
+void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
   for (std::optional<int>* size : {&c.tp, &c.pp, &c.cp, &c.etp}) {
     if (!size->has_value()) *size = 1;
   }
+  if (!as_it_runs) return;
   // It keeps the whole optimizer state on every rank, offloads nothing and recomputes nothing:
   // the memory the planner estimates is then the memory that runs.
   for (std::optional<bool>* off : {&c.distributed_optimizer, &c.param_offload, &c.grad_offload,

@@ -22,6 +22,8 @@ std::string communication_pattern(const Plan& plan);
 nlohmann::json rank_map_to_json(const RankMap& map);
 nlohmann::json env_to_json(const EnvContract& env, const RankMap& map);
 nlohmann::json layout_to_json(const Layout& layout);
+// {"tp", "pp", "cp", "dp", "ep", "etp", "edp"}: the parallel sizes (part of layout_to_json).
+nlohmann::json dims_to_json(const ParallelDims& dims);
 nlohmann::json diagnostic_to_json(const Diagnostic& d);
 // plan + estimate + rank map + env ("grpo-launch/plan/v1").
 nlohmann::json plan_to_json(const Plan& plan);

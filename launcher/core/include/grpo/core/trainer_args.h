@@ -50,9 +50,11 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 std::string embedded_trainer_unsupported(const ParallelDims& dims, const ModelSpec& model);
 
 // What the planner searches when the embedded trainer will run the plan: TP, PP, CP and ETP are
-// fixed at 1, the distributed optimizer, offload and recompute off, unless the user fixed them (a
-// user's layout choice stays, and embedded_trainer_unsupported then says why it cannot run).
-void limit_to_embedded_trainer(LayoutConstraints& constraints);
+// fixed at 1 unless the user fixed them (a user's layout choice stays, and
+// embedded_trainer_unsupported then says why it cannot run). With `as_it_runs`, also the
+// distributed optimizer, offload and recompute off (the trainer has none of them), so the memory
+// estimate is the memory that runs; a plan that does not fit that way is made without it.
+void limit_to_embedded_trainer(LayoutConstraints& constraints, bool as_it_runs);
 
 // The world size must be a multiple of this for `dims` to stay legal when data parallelism
 // shrinks: lcm(tp * cp * pp, etp * ep * pp).
