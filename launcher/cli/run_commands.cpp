@@ -2,6 +2,7 @@
 // (docs/run-visibility.md, docs/events.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -109,9 +110,63 @@ bool wanted(const nlohmann::json& e, const std::vector<std::string>& types) {
   return false;
 }
 
+// The run directories directly under `dir`, by name; empty when there are none.
+std::vector<fs::path> runs_under(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec) && is_run_dir(entry.path())) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `grpo-launch status DIR` where DIR holds runs: one line (or JSON object) per run.
+int status_of_runs(const std::vector<fs::path>& runs, const std::string& format) {
+  const double now = now_seconds();
+  std::vector<supervise::RunListEntry> entries;
+  nlohmann::json list = nlohmann::json::array();
+  for (const fs::path& run : runs) {
+    supervise::RunListEntry e{run.filename().string(), std::nullopt, {}};
+    nlohmann::json j = {{"run_dir", run.string()}};
+    auto log = load_events(run);
+    auto summary = log.ok() ? supervise::replay(log->events)
+                            : core::Result<supervise::RunSummary>(log.error());
+    if (summary.ok()) {
+      const supervise::RunSummary& s = summary.value();
+      e.summary = s;
+      j["state"] = s.started ? std::string(supervise::to_string(s.state)) : "not started";
+      j["step"] = s.last_step;
+      j["total_steps"] = s.total_steps;
+      j["effective_ratio"] = supervise::effective_ratio(s, now);
+      if (s.reward) j["reward"] = *s.reward;
+      if (!s.layout.empty()) j["layout"] = s.layout;
+    } else {
+      e.error = summary.error().message;
+      j["state"] = "unreadable";
+      j["error"] = e.error;
+    }
+    entries.push_back(std::move(e));
+    list.push_back(std::move(j));
+  }
+  if (format == "json") {
+    std::cout << nlohmann::json{{"schema", "grpo-launch/status-list/v1"}, {"runs", list}}.dump(2)
+              << "\n";
+  } else {
+    std::cout << supervise::render_status_list(entries, now);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_status(const GlobalArgs&, const StatusArgs& args) {
+  std::error_code ec;
+  if (fs::is_directory(args.target, ec) && !is_run_dir(args.target)) {
+    if (auto runs = runs_under(args.target); !runs.empty()) {
+      return status_of_runs(runs, args.format);
+    }
+  }
   auto run = resolve_run(args.target);
   if (!run.ok()) return fail(run.error(), kExitInput);
   auto log = load_events(run.value());

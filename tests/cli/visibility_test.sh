@@ -55,5 +55,16 @@ printf '{"type":"state","seq":0}\nnot json\n' >"$tmp/empty/events.jsonl"
 "$bin" events "$tmp/empty" 2>"$tmp/err"; rc=$?
 check '[[ $rc -eq 2 ]] && grep -q "events.jsonl:2" "$tmp/err"' "a corrupt log names its line (rc $rc)"
 
+# A directory of runs: one line per run directory (others are skipped), and the same as JSON.
+mkdir -p "$tmp/many/not-a-run"
+cp -r "$sample" "$tmp/many/a-done"
+cp -r "$tmp/live" "$tmp/many/b-live"
+out=$("$bin" status "$tmp/many"); rc=$?
+check '[[ $rc -eq 0 && $(wc -l <<<"$out") -eq 3 ]]' "status DIR: header and 2 runs (rc $rc): $out"
+check 'grep -q "^a-done  *succeeded " <<<"$out"' "status DIR shows the finished run's state: $out"
+check 'grep -q "^b-live " <<<"$out"' "status DIR lists the live run: $out"
+"$bin" status "$tmp/many" --format json >"$tmp/many.json"
+check 'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j[\"runs\"]; assert j[\"schema\"]==\"grpo-launch/status-list/v1\" and [x[\"run_dir\"].split(\"/\")[-1] for x in r]==[\"a-done\",\"b-live\"] and r[0][\"state\"]==\"succeeded\" and r[0][\"step\"]==r[0][\"total_steps\"]" "$tmp/many.json"' "status DIR json"
+
 if ((failures)); then echo "$failures failure(s)"; exit 1; fi
 echo "all visibility checks passed"

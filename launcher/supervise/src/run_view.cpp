@@ -174,4 +174,29 @@ std::string render_prometheus(const RunSummary& s, const std::string& run) {
   return out;
 }
 
+std::string render_status_list(const std::vector<RunListEntry>& runs, double now) {
+  std::string out;
+  auto row = [&out](const std::string& name, const std::string& state, const std::string& step,
+                    const std::string& reward, const std::string& effective,
+                    const std::string& layout) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%-40s %-11s %-11s %-7s %-9s %s\n", name.c_str(), state.c_str(),
+                  step.c_str(), reward.c_str(), effective.c_str(), layout.c_str());
+    out += buf;
+  };
+  row("RUN", "STATE", "STEP", "REWARD", "EFFECTIVE", "LAYOUT");
+  for (const RunListEntry& r : runs) {
+    if (!r.summary) {
+      row(r.name, "unreadable", "-", "-", "-", "-");
+      continue;
+    }
+    const RunSummary& s = *r.summary;
+    row(r.name, s.started ? std::string(to_string(s.state)) : "not started",
+        std::to_string(s.last_step) + "/" + std::to_string(s.total_steps),
+        s.reward ? fixed(*s.reward, 3) : "-", fixed(100.0 * effective_ratio(s, now), 1) + "%",
+        s.layout.empty() ? "-" : s.layout);
+  }
+  return out;
+}
+
 }  // namespace grpo::supervise

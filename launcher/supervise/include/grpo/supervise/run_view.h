@@ -3,7 +3,9 @@
 // collector (docs/run-visibility.md). Pure: values in, text out; `now` is passed in.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "grpo/supervise/event_log.h"
 
@@ -14,6 +16,17 @@ std::string progress_line(const RunSummary& s, double now);
 
 // The multi-line report of `grpo-launch status`.
 std::string render_status(const RunSummary& s, const std::string& run_dir, double now);
+
+// One run of a directory of runs: its summary, or why its event log could not be read.
+struct RunListEntry {
+  std::string name;  // the run directory's name
+  std::optional<RunSummary> summary;
+  std::string error;
+};
+
+// `grpo-launch status DIR` over a directory of runs: a header and one line per run
+// (name, state, step/total, reward, effective time, layout; "-" where unknown).
+std::string render_status_list(const std::vector<RunListEntry>& runs, double now);
 
 // Prometheus exposition format (text 0.0.4), metric names grpo_*; `run` labels every sample.
 std::string render_prometheus(const RunSummary& s, const std::string& run);
