@@ -211,8 +211,9 @@ int main(int argc, char** argv) {
     grpo::cli::StatusArgs status_args;
     auto* status =
         app.add_subcommand("status", "Show a run's state, progress, restarts and fault counts");
-    status->add_option("run", status_args.target,
-                       "Run directory, Slurm job id, or a directory of runs (one line each)")
+    status
+        ->add_option("run", status_args.target,
+                     "Run directory, Slurm job id, or a directory of runs (one line each)")
         ->required()
         ->type_name("RUN_DIR|JOB_ID|DIR");
     status->add_option("--format,-f", status_args.format, "Output format")
