@@ -140,6 +140,17 @@ TEST(Catalog, MalformedTomlReportsFileLineColumn) {
             "nothing)");
 }
 
+TEST(Catalog, InvalidUtf8IsOneLineWithItsPlace) {
+  // The input that crashed toml11 3.7.1 (heap read past a literal string's end) under
+  // fuzz_model_loader: 0xD3 is a lead byte followed by '=' (not a continuation byte).
+  MemorySourceProvider p;
+  p.add(CatalogKind::kModel, "bad", "name = 'x'\nno='deNo\xD3='deN4to4\n");
+  auto m = load_model(p, "bad");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, ErrorKind::kParse);
+  EXPECT_EQ(m.error().str(), "bad.toml:2:9: invalid UTF-8 (byte 0xD3)");
+}
+
 TEST(Catalog, UnknownKeySuggestsTheClosestKnownOne) {
   MemorySourceProvider p;
   p.add(CatalogKind::kCluster, "typo", "gpus_per_nodes = 3\n" + std::string(kMinimalCluster));

@@ -23,6 +23,47 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
+int utf8_sequence_at(std::string_view s, std::size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  if (b < 0x80) return 1;
+  int need = 0;
+  unsigned char lower = 0x80, upper = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    need = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    need = 2;
+    if (b == 0xE0) lower = 0xA0;
+    if (b == 0xED) upper = 0x9F;  // no surrogates
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    need = 3;
+    if (b == 0xF0) lower = 0x90;
+    if (b == 0xF4) upper = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return -1;  // a continuation byte or C0, C1, F5-FF
+  }
+  for (int k = 1; k <= need; ++k) {
+    if (i + k >= s.size()) return -k;  // truncated: the bytes so far are one subpart
+    const auto c = static_cast<unsigned char>(s[i + k]);
+    const unsigned char lo = k == 1 ? lower : 0x80, hi = k == 1 ? upper : 0xBF;
+    if (c < lo || c > hi) return -k;
+  }
+  return need + 1;
+}
+
+std::size_t first_invalid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const int n = utf8_sequence_at(s, i);
+    if (n < 0) return i;
+    i += static_cast<std::size_t>(n);
+  }
+  return std::string_view::npos;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1);
   std::vector<std::size_t> cur(b.size() + 1);

@@ -1,6 +1,7 @@
 #include "grpo/core/toml_reader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -96,6 +97,19 @@ Result<TomlValue> parse_toml(std::string_view text, std::string_view file_name) 
     } else if (c == '\n') {
       // Table headers and values close on their line in practice; a newline does not reset.
     }
+  }
+  // TOML documents are UTF-8 (TOML 1.0, "Spec"). Checked here because toml11 3.7.1 reads past the
+  // end of its buffer on some invalid bytes inside a literal string (found by
+  // tests/fuzz/fuzz_model_loader; the crash input is in tests/fuzz/seeds/toml).
+  if (const auto bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const std::string_view before = text.substr(0, bad);
+    const auto nl = before.rfind('\n');
+    const auto row = static_cast<std::uint32_t>(std::count(before.begin(), before.end(), '\n') + 1);
+    const auto col = static_cast<std::uint32_t>(nl == std::string_view::npos ? bad + 1 : bad - nl);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+    return make_error(ErrorKind::kParse, std::string("invalid UTF-8 (byte ") + hex + ")",
+                      {std::string(file_name), row, col});
   }
   std::istringstream in{std::string(text)};
   try {

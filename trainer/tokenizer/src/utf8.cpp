@@ -6,53 +6,13 @@
 
 #include <cstdint>
 
+#include "grpo/core/text.h"
+
 namespace grpo::tokenizer {
 
-namespace {
-
-// The WHATWG UTF-8 decoder's view of one position: the length of the well-formed sequence that
-// starts there (1-4), or -n for an ill-formed subpart of n bytes (one U+FFFD).
-int sequence_at(std::string_view s, std::size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) return 1;
-  int need = 0;
-  unsigned char lower = 0x80, upper = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) {
-    need = 1;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    need = 2;
-    if (b == 0xE0) lower = 0xA0;
-    if (b == 0xED) upper = 0x9F;  // no surrogates
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    need = 3;
-    if (b == 0xF0) lower = 0x90;
-    if (b == 0xF4) upper = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return -1;  // a continuation byte or C0, C1, F5-FF
-  }
-  for (int k = 1; k <= need; ++k) {
-    if (i + k >= s.size()) return -k;  // truncated: the bytes so far are one subpart
-    const auto c = static_cast<unsigned char>(s[i + k]);
-    const unsigned char lo = k == 1 ? lower : 0x80, hi = k == 1 ? upper : 0xBF;
-    if (c < lo || c > hi) return -k;
-  }
-  return need + 1;
-}
-
-}  // namespace
 
 bool is_valid_utf8(std::string_view bytes) {
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    if (static_cast<unsigned char>(bytes[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    const int n = sequence_at(bytes, i);
-    if (n < 0) return false;
-    i += static_cast<std::size_t>(n);
-  }
-  return true;
+  return core::first_invalid_utf8(bytes) == std::string_view::npos;
 }
 
 void append_valid_utf8(std::string& out, std::string_view bytes) {
@@ -62,7 +22,7 @@ void append_valid_utf8(std::string& out, std::string_view bytes) {
       ++i;
       continue;
     }
-    const int n = sequence_at(bytes, i);
+    const int n = core::utf8_sequence_at(bytes, i);
     if (n > 0) {
       i += static_cast<std::size_t>(n);
       continue;

@@ -17,6 +17,13 @@ std::string_view trim(std::string_view s);
 // empty field). The views point into `s`.
 std::vector<std::string_view> split(std::string_view s, char sep);
 
+// UTF-8 as RFC 3629 and the WHATWG decoder read it (no surrogates, no overlongs, nothing above
+// U+10FFFF). At byte `i` of `s` (i < s.size()): the length (1-4) of the well-formed sequence
+// that starts there, or -n for an ill-formed subpart of n bytes (what one U+FFFD replaces).
+int utf8_sequence_at(std::string_view s, std::size_t i);
+// The offset of the first byte of `s` that is not well-formed UTF-8; npos when all of it is.
+std::size_t first_invalid_utf8(std::string_view s);
+
 // Levenshtein distance (insert, delete, substitute each cost 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
