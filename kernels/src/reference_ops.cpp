@@ -82,33 +82,7 @@ class ReferenceOps final : public Ops {
       entropy = entropy_from_logits(logits.detach()).mean();
     }
 
-    // verl's compute_policy_loss (vanilla): ratio clamped in log space, clipped surrogate.
-    at::Tensor ratio = at::exp(at::clamp(logprob - in.old_logprobs, -20.0, 20.0));
-    const at::Tensor& adv = in.advantages;
-    at::Tensor pg1 = -adv * ratio;
-    at::Tensor pg2 = -adv * at::clamp(ratio, 1.0 - p.clip_ratio_low, 1.0 + p.clip_ratio_high);
-    at::Tensor clipped = at::maximum(pg1, pg2);
-    // Dual clip: for negative advantages the loss is bounded by -adv * clip_ratio_c.
-    at::Tensor pg3 = -adv * p.clip_ratio_c;
-    at::Tensor pg = at::where(adv < 0, at::minimum(pg3, clipped), clipped);
-    at::Tensor pg_loss = pg.mean();
-
-    PolicyLossOutputs out;
-    at::Tensor loss = pg_loss;
-    if (p.use_kl_loss) {
-      at::Tensor kl = kl_penalty(logprob, in.ref_logprobs, p.kl_type).mean();
-      loss = loss + p.kl_loss_coef * kl;
-      out.kl = kl.detach();
-    } else {
-      out.kl = at::zeros({}, logprob.options());
-    }
-    if (entropy_grad) loss = loss - p.entropy_coeff * entropy;
-
-    out.loss = loss;
-    out.pg_loss = pg_loss.detach();
-    out.entropy = entropy.detach();
-    out.clip_frac = at::gt(pg2, pg1).to(logprob.scalar_type()).mean().detach();
-    return out;
+    return policy_loss_from_logprobs(logprob, entropy, in, p);
   }
 };
 
@@ -130,6 +104,38 @@ at::Tensor kl_penalty(const at::Tensor& logprob, const at::Tensor& ref_logprob, 
     }
   }
   return logprob - ref_logprob;
+}
+
+PolicyLossOutputs policy_loss_from_logprobs(const at::Tensor& logprob, const at::Tensor& entropy,
+                                            const PolicyLossInputs& in, const PolicyLossParams& p) {
+  const bool entropy_grad = p.entropy_coeff != 0.0;
+  // verl's compute_policy_loss (vanilla): ratio clamped in log space, clipped surrogate.
+  at::Tensor ratio = at::exp(at::clamp(logprob - in.old_logprobs, -20.0, 20.0));
+  const at::Tensor& adv = in.advantages;
+  at::Tensor pg1 = -adv * ratio;
+  at::Tensor pg2 = -adv * at::clamp(ratio, 1.0 - p.clip_ratio_low, 1.0 + p.clip_ratio_high);
+  at::Tensor clipped = at::maximum(pg1, pg2);
+  // Dual clip: for negative advantages the loss is bounded by -adv * clip_ratio_c.
+  at::Tensor pg3 = -adv * p.clip_ratio_c;
+  at::Tensor pg = at::where(adv < 0, at::minimum(pg3, clipped), clipped);
+  at::Tensor pg_loss = pg.mean();
+
+  PolicyLossOutputs out;
+  at::Tensor loss = pg_loss;
+  if (p.use_kl_loss) {
+    at::Tensor kl = kl_penalty(logprob, in.ref_logprobs, p.kl_type).mean();
+    loss = loss + p.kl_loss_coef * kl;
+    out.kl = kl.detach();
+  } else {
+    out.kl = at::zeros({}, logprob.options());
+  }
+  if (entropy_grad) loss = loss - p.entropy_coeff * entropy;
+
+  out.loss = loss;
+  out.pg_loss = pg_loss.detach();
+  out.entropy = entropy.detach();
+  out.clip_frac = at::gt(pg2, pg1).to(logprob.scalar_type()).mean().detach();
+  return out;
 }
 
 const Ops& reference_ops_default() {

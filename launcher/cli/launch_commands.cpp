@@ -171,10 +171,13 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
       run.trainer_command.push_back("--set");
       run.trainer_command.push_back(kv);
     }
-    if (const std::string why =
-            core::embedded_trainer_unsupported(p.plan.best.layout.dims, p.plan.model);
+    if (const std::string why = core::embedded_trainer_unsupported(
+            p.plan.best.layout.dims, p.plan.best.layout.sequence_parallel, p.plan.model);
         !why.empty()) {
       p.unsupported_layout = "the plan's layout cannot run in the embedded grpo-trainer: " + why;
+    } else if (const std::string no = core::embedded_trainer_unsupported_device(p.plan.cluster);
+               !no.empty()) {
+      p.unsupported_layout = no;
     }
     for (const auto& kv : args.trainer_sets) {
       run.trainer_command.push_back("--set");
@@ -194,7 +197,9 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
       fewer.sets.push_back("nodes=" + std::to_string(n));
       auto replanned = build_plan(global, fewer, true);
       if (!replanned.ok() || !core::plan_ok(*replanned) ||
-          !core::embedded_trainer_unsupported(replanned->best.layout.dims, replanned->model)
+          !core::embedded_trainer_unsupported(replanned->best.layout.dims,
+                                              replanned->best.layout.sequence_parallel,
+                                              replanned->model)
                .empty()) {
         continue;
       }

@@ -1,13 +1,16 @@
-// The plan's layout runs (label layouts): grpo-trainer processes at expert-parallel layouts give
-// the same per-step loss, reward and gradient norm, and the same final weights, as the
-// data-parallel run with the same seed and data (within 1e-5, fp32: the only difference is the
-// order of floating-point sums); checkpoints move between layouts; layouts the trainer does not
-// build are refused with one line.
+// The plan's layout runs (label layouts): grpo-trainer processes at expert- and tensor-parallel
+// layouts give the same per-step loss, reward and gradient norm, and the same final weights, as
+// the data-parallel run with the same seed and data (within 1e-5, fp32: the only difference is
+// the order of floating-point sums); checkpoints move between layouts; layouts the trainer does
+// not build are refused with one line.
 //
-// Why the data-parallel run at the same number of ranks is the oracle: expert parallelism does not
-// change which examples a rank samples and scores (data parallelism splits them either way), only
-// where each expert's computation happens. So every quantity of the EP run must equal the plain
-// run's, which never exchanges tokens.
+// Why a data-parallel run is the oracle: expert parallelism does not change which examples a rank
+// samples and scores (data parallelism splits them either way), only where each expert's
+// computation happens; tensor parallelism does not change which examples a data-parallel replica
+// (a TP group) samples and scores, only where each head, FFN column and vocabulary row is
+// computed. So every quantity of an EP run must equal the plain run's at the same number of
+// ranks, and a TP run's the plain run's with one rank per replica (world / TP), which never
+// splits a tensor or exchanges a token.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,38 +23,35 @@
 namespace grpo::trainer::testing {
 namespace {
 
-// 2 SFT + 3 GRPO steps whose batches divide by 4 ranks.
+// 2 SFT + 3 GRPO steps of `model` whose batches divide by 4 ranks.
+std::vector<std::string> base_args(const std::string& model) {
+  return {"--model",     model,
+          "--set",       "trainer.sft_warmup_steps=2",
+          "--set",       "trainer.total_training_steps=3",
+          "--set",       "trainer.sft_batch_size=8",
+          "--set",       "data.train_batch_size=4",
+          "--set",       "actor_rollout_ref.rollout.n=4",
+          "--set",       "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+          "--set",       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+          "--set",       "actor_rollout_ref.actor.ppo_epochs=1",
+          "--set",       "data.val_size=8",
+          "--set",       "data.train_size=256",
+          "--set",       "trainer.test_freq=-1",
+          "--set",       "trainer.threads=1",
+          "--log-level", "warn"};
+}
+
 std::vector<std::string> args_for(int ep) {
-  return {"--model",
-          "tiny-moe",
-          "--set",
-          "trainer.sft_warmup_steps=2",
-          "--set",
-          "trainer.total_training_steps=3",
-          "--set",
-          "trainer.sft_batch_size=8",
-          "--set",
-          "data.train_batch_size=4",
-          "--set",
-          "actor_rollout_ref.rollout.n=4",
-          "--set",
-          "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-          "--set",
-          "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-          "--set",
-          "actor_rollout_ref.actor.ppo_epochs=1",
-          "--set",
-          "data.val_size=8",
-          "--set",
-          "data.train_size=256",
-          "--set",
-          "trainer.test_freq=-1",
-          "--set",
-          "trainer.threads=1",
-          "--set",
-          "actor_rollout_ref.actor.megatron.expert_model_parallel_size=" + std::to_string(ep),
-          "--log-level",
-          "warn"};
+  return with(base_args("tiny-moe"),
+              {"--set", "actor_rollout_ref.actor.megatron.expert_model_parallel_size=" +
+                            std::to_string(ep)});
+}
+
+// tiny-dense (4 heads, 2 K/V heads, FFN 384, vocabulary 64) at TP `tp`.
+std::vector<std::string> tp_args(int tp) {
+  return with(base_args("tiny-dense"),
+              {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" +
+                            std::to_string(tp)});
 }
 
 std::string read_all(const fs::path& p) {
@@ -151,6 +151,88 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ExpertParallel,
                                   std::to_string(p.param.world) + "ranks";
                          });
 
+struct TpCase {
+  int world;
+  int tp;
+};
+
+void PrintTo(const TpCase& c, std::ostream* os) {
+  *os << "TP=" << c.tp << " on " << c.world << " ranks";
+}
+
+class TensorParallel : public ::testing::TestWithParam<TpCase> {};
+
+TEST_P(TensorParallel, EqualsDataParallelWithOneRankPerReplica) {
+  const auto [world, tp] = GetParam();
+  const std::string tag = std::to_string(world) + "-" + std::to_string(tp);
+  const fs::path a = fresh_dir("layout-dp-tp" + tag);
+  const fs::path b = fresh_dir("layout-tp-" + tag);
+  auto ra = run_ranks(world / tp, a, tp_args(1));
+  auto rb = run_ranks(world, b, tp_args(tp));
+  expect_all_exit(ra, 0);
+  expect_all_exit(rb, 0);
+  const auto layout = rb[0].of_type("layout");
+  ASSERT_EQ(layout.size(), 1u);
+  EXPECT_EQ(layout[0]["tp"], tp);
+  EXPECT_EQ(layout[0]["dp"], world / tp);
+  expect_same_steps(ra[0], rb[0]);
+  // Every rank of the TP run reports the replica-reduced values of rank 0.
+  for (int r = 1; r < world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
+  // The tokens of a step are counted once per replica, not once per rank.
+  const auto sa = ra[0].of_type("step");
+  const auto sb = rb[0].of_type("step");
+  ASSERT_EQ(sa.size(), sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].value("generated_tokens", -1), sb[i].value("generated_tokens", -1)) << i;
+  }
+  expect_same_weights(final_weights(a), final_weights(b));
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+// TP 2 splits the 2 K/V heads (one per rank), on its own and with DP 2.
+INSTANTIATE_TEST_SUITE_P(Layouts, TensorParallel, ::testing::Values(TpCase{2, 2}, TpCase{4, 2}),
+                         [](const auto& p) {
+                           return "tp" + std::to_string(p.param.tp) + "_on_" +
+                                  std::to_string(p.param.world) + "ranks";
+                         });
+
+// A checkpoint written at TP=2 on 2 ranks resumes on 1 rank without TP, and the reverse: one
+// data-parallel replica either way, so it continues the same sampling stream and the steps after
+// the resume equal those of an uninterrupted run at the new layout.
+TEST(Layouts, CheckpointsMoveBetweenTensorParallelLayouts) {
+  for (const auto& [from, to] : {std::pair{2, 1}, std::pair{1, 2}}) {
+    const std::string tag = std::to_string(from) + "-" + std::to_string(to);
+    const fs::path plain = fresh_dir("layout-tp-plain-" + tag);
+    const fs::path moved = fresh_dir("layout-tp-moved-" + tag);
+    auto rp = run_ranks(to, plain, tp_args(to));
+    expect_all_exit(rp, 0);
+    auto r1 = run_ranks(from, moved,
+                        with(tp_args(from), {"--set", "trainer.save_freq=3", "--fault",
+                                             "exit@step=4,code=9,rank=0"}));
+    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
+    auto r2 = run_ranks(to, moved, tp_args(to));
+    expect_all_exit(r2, 0);
+    const auto loaded = r2[0].of_type("checkpoint_loaded");
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0]["step"], 3);
+    EXPECT_EQ(loaded[0]["resharded"], false);
+    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
+    const auto sp = rp[0].of_type("step");
+    const auto sm = r2[0].of_type("step");
+    ASSERT_EQ(sp.size(), 5u);
+    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl"}) {
+        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
+      }
+    }
+    expect_same_weights(final_weights(plain), final_weights(moved));
+    fs::remove_all(plain);
+    fs::remove_all(moved);
+  }
+}
+
 // A checkpoint written at EP=2 resumes at EP=1 (and the reverse): the steps after the resume
 // equal those of an uninterrupted run at the new layout.
 TEST(Layouts, CheckpointsMoveBetweenLayouts) {
@@ -191,12 +273,30 @@ TEST(Layouts, UnbuiltLayoutsAreRefusedWithOneLine) {
   auto r =
       run_ranks(2, d,
                 with(args_for(1),
-                     {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}));
+                     {"--set", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"}));
   expect_all_exit(r, 2);
-  EXPECT_NE(r[0].stderr_text.find("the embedded trainer runs data and expert parallelism only; "
-                                  "this layout needs TP=2"),
+  EXPECT_NE(r[0].stderr_text.find("the embedded trainer runs data, tensor and expert parallelism "
+                                  "only; this layout needs PP=2"),
             std::string::npos)
       << r[0].stderr_text;
+  auto moe_tp =
+      run_ranks(2, d,
+                with(args_for(1),
+                     {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}));
+  expect_all_exit(moe_tp, 2);
+  EXPECT_NE(moe_tp[0].stderr_text.find("TP=2 with the MoE model tiny-moe"), std::string::npos)
+      << moe_tp[0].stderr_text;
+  auto sp = run_ranks(
+      2, d, with(tp_args(2), {"--set", "actor_rollout_ref.actor.megatron.sequence_parallel=true"}));
+  expect_all_exit(sp, 2);
+  EXPECT_NE(sp[0].stderr_text.find("the embedded trainer has no sequence parallelism"),
+            std::string::npos)
+      << sp[0].stderr_text;
+  // TP 4 exceeds tiny-dense's 2 K/V heads (Megatron-Core would replicate them; not built).
+  auto kv = run_ranks(4, d, tp_args(4));
+  expect_all_exit(kv, 2);
+  EXPECT_NE(kv[0].stderr_text.find("TP=4 does not split tiny-dense"), std::string::npos)
+      << kv[0].stderr_text;
   auto dense = run_ranks(
       2, d,
       {"--model", "tiny-dense", "--set",

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "grpo/core/model_spec.h"
 #include "grpo/trainer/model.h"
 #include "test_specs.h"
@@ -48,6 +50,93 @@ TEST(Model, BigSpecsOnTheMetaDeviceMatchTheCountsWithoutAllocating) {
                                  : core::swiglu_params(spec.hidden_size, spec.ffn_hidden_size))
         << spec.name;
     EXPECT_EQ(norms, 2 * spec.hidden_size) << spec.name;
+  }
+}
+
+// Megatron's split of Qwen2.5-7B (config.json: 28 heads, 4 K/V heads, head_dim 128, FFN 18944,
+// vocabulary 152064, untied) at TP 4, by hand: each rank holds 7 query heads (896 rows of q_proj,
+// 896 columns of o_proj), one K/V head (128 rows), 4736 FFN columns and 38016 vocabulary rows.
+TEST(TensorParallel, SlicesFollowMegatronByHand) {
+  const core::ModelSpec spec = testing::qwen25_7b();
+  const auto q = tp_slice(spec, "model.layers.3.self_attn.q_proj.weight", 2, 4);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->dim, 0);
+  EXPECT_EQ(q->offset, 2 * 896);
+  EXPECT_EQ(q->length, 896);
+  const auto qb = tp_slice(spec, "model.layers.3.self_attn.q_proj.bias", 2, 4);
+  EXPECT_EQ(qb->offset, 2 * 896);
+  const auto k = tp_slice(spec, "model.layers.3.self_attn.k_proj.weight", 3, 4);
+  EXPECT_EQ(k->offset, 3 * 128);
+  EXPECT_EQ(k->length, 128);
+  const auto o = tp_slice(spec, "model.layers.0.self_attn.o_proj.weight", 1, 4);
+  EXPECT_EQ(o->dim, 1);
+  EXPECT_EQ(o->offset, 896);
+  const auto down = tp_slice(spec, "model.layers.0.mlp.down_proj.weight", 3, 4);
+  EXPECT_EQ(down->dim, 1);
+  EXPECT_EQ(down->offset, 3 * 4736);
+  EXPECT_EQ(down->length, 4736);
+  const auto up = tp_slice(spec, "exp_avg.model.layers.0.mlp.up_proj.weight", 1, 4);
+  EXPECT_EQ(up->dim, 0);
+  EXPECT_EQ(up->offset, 4736);
+  EXPECT_EQ(tp_slice(spec, "lm_head.weight", 1, 4)->offset, 38016);
+  EXPECT_EQ(tp_slice(spec, "model.embed_tokens.weight", 3, 4)->length, 38016);
+  // Replicated: norms; nothing is split at TP 1.
+  EXPECT_FALSE(tp_slice(spec, "model.layers.0.input_layernorm.weight", 1, 4).has_value());
+  EXPECT_FALSE(tp_slice(spec, "model.norm.weight", 1, 4).has_value());
+  EXPECT_FALSE(tp_slice(spec, "lm_head.weight", 0, 1).has_value());
+  // Qwen3-30B-A3B (32 heads, 4 K/V heads, head_dim 128) at TP 8, more ranks than K/V heads:
+  // ranks 2r and 2r+1 hold K/V head r.
+  const core::ModelSpec moe = testing::qwen3_30b_moe();
+  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8)->offset, 2 * 128);
+  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8)->length, 128);
+  // Its experts, the router and the q/k norms stay whole.
+  EXPECT_FALSE(tp_slice(moe, "model.layers.0.mlp.experts.7.up_proj.weight", 0, 2).has_value());
+  EXPECT_FALSE(tp_slice(moe, "model.layers.0.mlp.gate.weight", 0, 2).has_value());
+  EXPECT_FALSE(tp_slice(moe, "model.layers.0.self_attn.q_norm.weight", 0, 2).has_value());
+}
+
+// The modules a TP rank builds have exactly the slices tp_slice names (meta device: nothing is
+// allocated), and the slices of the TP group tile every split tensor.
+TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
+  // Qwen2.5-7B at TP 2 and 4; Qwen3-8B's shape (32 heads, 8 K/V heads) at TP 16 replicates K/V.
+  core::ModelSpec qwen3_8b = testing::qwen25_7b();
+  qwen3_8b.num_attention_heads = 32;
+  qwen3_8b.num_kv_heads = 8;
+  qwen3_8b.hidden_size = 4096;
+  qwen3_8b.ffn_hidden_size = 12288;
+  qwen3_8b.vocab_size = 151936;
+  for (const auto& [spec, size] : {std::pair{testing::qwen25_7b(), 2},
+                                   std::pair{testing::qwen25_7b(), 4}, std::pair{qwen3_8b, 16}}) {
+    const auto meta = at::TensorOptions().dtype(at::kFloat).device(at::kMeta);
+    const QwenModel whole(spec, ref_ops(), meta, nullptr);
+    std::map<std::string, std::vector<std::int64_t>> full;
+    std::int64_t kv_params = 0;
+    for (const auto& [name, p] : whole.named_params()) {
+      full[name] = p.sizes().vec();
+      if (name.find("k_proj") != std::string::npos || name.find("v_proj") != std::string::npos) {
+        kv_params += p.numel();
+      }
+    }
+    {
+      std::int64_t total = 0;
+      for (int rank = 0; rank < size; ++rank) {
+        const QwenModel part(spec, ref_ops(), meta, nullptr, {}, TensorShard{rank, size, nullptr});
+        for (const auto& [name, p] : part.named_params()) {
+          std::vector<std::int64_t> want = full.at(name);
+          if (const auto s = tp_slice(spec, name, rank, size)) {
+            want[static_cast<std::size_t>(s->dim)] = s->length;
+            total += p.numel();
+          } else if (rank == 0) {
+            total += p.numel();
+          }
+          EXPECT_EQ(p.sizes().vec(), want) << name << " rank " << rank << " of " << size;
+        }
+      }
+      // Replicated K/V heads count once per rank holding them (TP / KV times).
+      const std::int64_t copies = std::max<std::int64_t>(1, size / spec.num_kv_heads);
+      EXPECT_EQ(total, core::count_params(spec).total() + (copies - 1) * kv_params)
+          << "TP " << size;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
 #include "launch_common.h"
+#include "test_support.h"
 
 namespace grpo::cli {
 namespace {
@@ -94,19 +95,53 @@ ModelSpec moe_with(int experts) {
   return m;
 }
 
-TEST(EmbeddedTrainerLayout, RunsDataAndExpertParallelismOnly) {
+TEST(EmbeddedTrainerLayout, RunsDataTensorAndExpertParallelismOnly) {
   const ModelSpec moe = moe_with(8);
   ModelSpec dense;
   dense.name = "d";
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 1, 1}, dense), "");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 8, 1}, moe), "");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, moe),
-            "the embedded trainer runs data and expert parallelism only; this layout needs "
-            "TP=2, PP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 2, 1}, dense),
+  // Qwen2.5-7B's shape (config.json): 28 heads, 4 K/V heads, FFN 18944, vocabulary 152064.
+  dense.num_attention_heads = 28;
+  dense.num_kv_heads = 4;
+  dense.ffn_hidden_size = 18944;
+  dense.vocab_size = 152064;
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 1, 1}, false, dense), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 8, 8, 1}, false, moe), "");
+  // TP 2 and 4 divide the 28 heads, the 4 K/V heads, the FFN and the vocabulary.
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, false, dense), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{4, 1, 1, 2, 1, 1}, false, dense), "");
+  // TP 8 does not divide 28 heads.
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{8, 1, 1, 1, 1, 1}, false, dense),
+            "TP=8 does not split d (28 heads, 4 K/V heads, FFN 18944, vocabulary 152064): the "
+            "embedded trainer needs TP to divide the heads, K/V heads, FFN and vocabulary");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, true, dense),
+            "the embedded trainer has no sequence parallelism (set sequence_parallel=false, or "
+            "run your own trainer with --trainer-cmd)");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, false, moe),
+            "TP=2 with the MoE model m: the embedded trainer splits dense models only (use EP "
+            "for the experts)");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, false, moe),
+            "the embedded trainer runs data, tensor and expert parallelism only; this layout "
+            "needs PP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 2, 1}, false, dense),
             "EP=2 needs a mixture-of-experts model; d is dense");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 6, 3, 1}, moe),
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 6, 3, 1}, false, moe),
             "EP=3 does not divide the 8 experts of m");
+}
+
+TEST(EmbeddedTrainerLayout, TrainsOnTheProfilesDevices) {
+  // The shipped profiles say which devices they have (profiles/clusters/*.toml `vendor`).
+  auto device_of = [](const std::string& cluster) {
+    Plan plan;
+    plan.cluster = test::cluster(cluster);
+    return last_trainer_set(trainer_settings(plan), "trainer.device").value_or("");
+  };
+  EXPECT_EQ(device_of("a100x8"), "cuda");
+  EXPECT_EQ(device_of("h20-96g-x8"), "cuda");
+  EXPECT_EQ(device_of("local-cpu"), "cpu");
+  EXPECT_EQ(embedded_trainer_unsupported_device(test::cluster("a100x8")), "");
+  EXPECT_EQ(embedded_trainer_unsupported_device(test::cluster("npu-910b-x8")),
+            "the embedded trainer runs on CPUs and NVIDIA GPUs; npu-910b-x8 has Ascend NPUs (run "
+            "your own trainer with --trainer-cmd)");
 }
 
 TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) {
@@ -115,10 +150,11 @@ TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) 
   c.ep = 4;
   LayoutConstraints loose = c;
   limit_to_embedded_trainer(loose, false);
-  EXPECT_EQ(loose.tp, 1);
+  EXPECT_FALSE(loose.tp.has_value());  // TP is searched (dense models split; MoE needs SP)
+  EXPECT_EQ(loose.sequence_parallel, false);
   EXPECT_FALSE(loose.distributed_optimizer.has_value());
   limit_to_embedded_trainer(c, true);
-  EXPECT_EQ(c.tp, 1);
+  EXPECT_FALSE(c.tp.has_value());
   EXPECT_EQ(c.pp, 2);
   EXPECT_EQ(c.cp, 1);
   EXPECT_EQ(c.etp, 1);

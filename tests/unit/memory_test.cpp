@@ -70,18 +70,18 @@ TEST(Memory, Qwen3_30bMoeByHand) {
   l.offload = Offload{true, true, true, false};
   const MemoryEstimate e = estimate_memory(m, c, c.grpo, l);
 
-  // Attention per layer 2*2048*4096 + 2*2048*512 + q/k norms 256 = 18,874,624; /TP=2 = 9,437,312.
-  // Non-expert per layer: 9,437,312 + norms 4,096 + router 2048*128 = 9,703,552; x48 =
-  // 465,770,496; + embedding and LM head 151936*2048 (two halves of /2) = 311,164,928; + final
-  // norm 2,048 = 776,937,472. Experts: 128 x 3 x 2048 x 768 / EP 8 = 75,497,472 per layer; x48 =
-  // 3,623,878,656.
-  EXPECT_DOUBLE_EQ(e.actor.non_expert, 776'937'472.0);
+  // Attention per layer 2*2048*4096 + 2*2048*512 = 18,874,368; /TP=2 = 9,437,184; + the q/k
+  // norms 2*128 = 256, replicated in every TP rank = 9,437,440. Non-expert per layer: 9,437,440 +
+  // norms 4,096 + router 2048*128 = 9,703,680; x48 = 465,776,640; + embedding and LM head
+  // 151936*2048 (two halves of /2) = 311,164,928; + final norm 2,048 = 776,943,616. Experts:
+  // 128 x 3 x 2048 x 768 / EP 8 = 75,497,472 per layer; x48 = 3,623,878,656.
+  EXPECT_DOUBLE_EQ(e.actor.non_expert, 776'943'616.0);
   EXPECT_DOUBLE_EQ(e.actor.expert, 3'623'878'656.0);
   // Adam 12 B: non-expert sharded over DP=4, experts over EDP = 8/(EP 8) = 1.
-  //   12 x (194,234,368 + 3,623,878,656) = 45,817,356,288 B. verl loads offloaded optimizer
+  //   12 x (194,235,904 + 3,623,878,656) = 45,817,374,720 B. verl loads offloaded optimizer
   //   states back for the whole update, so they count in training; offload frees them only
   //   during the rollout.
-  EXPECT_DOUBLE_EQ(e.training.bytes("actor optimizer states"), 45'817'356'288.0);
+  EXPECT_DOUBLE_EQ(e.training.bytes("actor optimizer states"), 45'817'374'720.0);
   EXPECT_DOUBLE_EQ(e.rollout.bytes("actor optimizer states"), 0.0);
   EXPECT_DOUBLE_EQ(e.training.bytes("reference weights"), 0.0);  // offloaded with the params
   // MoE layer activations per token (TP=2 with SP, ETP=1, top-8):

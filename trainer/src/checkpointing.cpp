@@ -79,11 +79,16 @@ core::Status Checkpointer::resume(TrainState& st) {
   GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
-    // Identical initial weights on every rank holding a tensor, whatever happened before.
+    // Identical initial weights on every rank holding a tensor, whatever happened before. TP
+    // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
+    // slice (QwenModel's constructor), so the slices of all replicas agree.
     const NamedTensors local = st.model->named_params();
-    return scatter_full(ctx_, full_params(ctx_, *st.model),
-                        std::map<std::string, at::Tensor>(local.begin(), local.end()), local,
-                        [](const FullTensor& f) { return f.owner; });
+    std::vector<FullTensor> whole;
+    for (FullTensor& f : full_params(ctx_, *st.model)) {
+      if (!f.sliced) whole.push_back(std::move(f));
+    }
+    return scatter_full(ctx_, whole, std::map<std::string, at::Tensor>(local.begin(), local.end()),
+                        local, [](const FullTensor& f) { return f.owner; });
   }
   GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
   json state = json::parse(state_text);
@@ -111,34 +116,38 @@ core::Status Checkpointer::resume(TrainState& st) {
   if (st.grpo_started) {
     st.ref = std::make_shared<QwenModel>(ctx_.spec, st.model->ops(),
                                          st.model->lm_head_weight().options(), nullptr,
-                                         st.model->expert_shard());
+                                         st.model->expert_shard(), st.model->tensor_shard());
     GRPO_TRY_STATUS(load_into(blob_ref, st.ref->named_params(), params));
     for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
   }
   st.step = state.at("step").get<std::int64_t>();
   st.data_cursor = state.at("data_cursor").get<std::int64_t>();
 
-  // RNG: this rank's own stream when the world is unchanged, else a fresh stream per rank.
+  // RNG: each data-parallel replica continues its own sampling stream (the one its TP rank 0
+  // saved) when the number of replicas is unchanged, whatever the TP or EP layout; otherwise
+  // every replica starts a fresh stream.
   NamedTensors rngs;
   if (rank == 0) {
     GRPO_TRY(rngs, from_safetensors(blob_rng));
   }
-  const bool resharded = saved_world != world;
+  const int saved_replicas = state.value("data_ranks", saved_world);
+  const bool resharded = saved_replicas != ctx_.par.data_ranks();
   if (!resharded) {
+    const int saved_tp = std::max(1, saved_world / saved_replicas);  // PP = CP = 1
     at::Tensor mine = compat::generator_state(st.sample_gen);
-    for (int r = 0; r < world; ++r) {
-      at::Tensor buf =
-          rank == 0 ? rngs[static_cast<std::size_t>(r)].second.clone() : at::zeros_like(mine);
+    for (int d = 0; d < saved_replicas; ++d) {
+      at::Tensor buf = rank == 0 ? rngs.at(static_cast<std::size_t>(d * saved_tp)).second.clone()
+                                 : at::zeros_like(mine);
       GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, 0));
-      if (r == rank) compat::set_generator_state(st.sample_gen, buf);
+      if (d == ctx_.par.data_rank()) compat::set_generator_state(st.sample_gen, buf);
     }
   } else {
-    st.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, rank) +
+    st.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()) +
                                                static_cast<std::uint64_t>(st.step) * 7919ULL);
     spdlog::warn(
-        "resuming a checkpoint written by {} rank(s) on {} rank(s): the model is replicated, "
-        "the data cursor is global, sampling streams are re-seeded (not bit-exact)",
-        saved_world, world);
+        "resuming a checkpoint written by {} data-parallel replica(s) on {}: the model is "
+        "resharded, the data cursor is global, sampling streams are re-seeded (not bit-exact)",
+        saved_replicas, ctx_.par.data_ranks());
   }
   GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, *st.model));
   const double secs = seconds_since(t0);
@@ -208,6 +217,7 @@ core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::strin
                     {"optimizer_steps", st.optim->steps()},
                     {"world_size", world},
                     {"layout", ctx_.par.describe()},
+                    {"data_ranks", ctx_.par.data_ranks()},
                     {"seed", cfg.seed},
                     {"model", ctx_.spec.name},
                     {"torch_version", compat::torch_version()},

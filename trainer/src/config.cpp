@@ -545,12 +545,16 @@ Status validate(const TrainerConfig& c) {
 }
 
 Status validate_for_world(const TrainerConfig& c, int world_size) {
+  // Batches split over the data-parallel replicas (the ranks of a TP group share theirs).
+  const std::int64_t tp = c.tensor_model_parallel_size;
+  const std::int64_t replicas = std::max<std::int64_t>(1, world_size / tp);
   auto check = [&](const char* key, std::int64_t v) -> Status {
-    if (v % world_size != 0) {
-      return make_error(ErrorKind::kInvalidValue,
-                        std::string(key) + " (" + std::to_string(v) +
-                            ") is not divisible by the number of ranks (" +
-                            std::to_string(world_size) + "): a group is never split across ranks");
+    if (v % replicas != 0) {
+      return make_error(
+          ErrorKind::kInvalidValue,
+          std::string(key) + " (" + std::to_string(v) + ") is not divisible by " +
+              (tp > 1 ? "the number of data-parallel replicas (" : "the number of ranks (") +
+              std::to_string(replicas) + "): a group is never split across ranks");
     }
     return core::ok_status();
   };

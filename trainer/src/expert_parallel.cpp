@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "collective_autograd.h"
+
 namespace grpo::trainer {
 namespace {
 
@@ -10,7 +12,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 void check(const core::Status& st) {
-  if (!st.ok()) throw CollectiveError("expert-parallel " + st.error().message);
+  check_collective(st, "expert-parallel");
 }
 
 std::int64_t offset_of(const std::vector<std::int64_t>& counts, int rank) {
@@ -46,13 +48,12 @@ at::Tensor reduce_raw(const at::Tensor& y, const std::vector<std::int64_t>& coun
 }
 
 Communicator& group_of(AutogradContext* ctx) {
-  return *reinterpret_cast<Communicator*>(
-      static_cast<std::intptr_t>(ctx->saved_data["group"].toInt()));
+  return stored_group(ctx);
 }
 
 void remember(AutogradContext* ctx, const std::vector<std::int64_t>& counts, Communicator& group) {
   ctx->saved_data["counts"] = counts;
-  ctx->saved_data["group"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(&group));
+  store_group(ctx, group);
 }
 
 struct GatherRows : public torch::autograd::Function<GatherRows> {

@@ -15,6 +15,7 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
     const std::int64_t e = expert_index(name);
     if (e >= 0 && model.expert_parallel())
       f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts);
+    f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp).has_value();
     out.push_back(std::move(f));
   }
   return out;
@@ -23,10 +24,38 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
 std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params) {
   std::vector<FullTensor> out;
   for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
-    for (const FullTensor& p : params) out.push_back({prefix + p.name, p.shape, p.owner});
+    for (const FullTensor& p : params) {
+      out.push_back({prefix + p.name, p.shape, p.owner, p.sliced});
+    }
   }
   return out;
 }
+
+namespace {
+
+// The TP slices of `f` from the ranks of rank 0's TP group, joined on rank 0 (every rank when
+// `to_all`); `mine` is this rank's slice (undefined when it holds none).
+core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tensor& mine,
+                           bool to_all,
+                           const std::function<void(const FullTensor&, const at::Tensor&)>& sink) {
+  const int size = ctx.par.dims.tp;
+  const bool wants = to_all || ctx.rank == 0;
+  at::Tensor whole = wants ? at::empty(f.shape, at::kFloat) : at::Tensor();
+  for (int t = 0; t < size; ++t) {
+    const int src = ctx.par.first_tp_members.at(static_cast<std::size_t>(t));
+    const TpSlice s = *tp_slice(ctx.spec, f.name, t, size);
+    std::vector<std::int64_t> shape = f.shape;
+    shape[static_cast<std::size_t>(s.dim)] = s.length;
+    at::Tensor buf = ctx.rank == src && mine.defined() ? mine.detach().to(at::kFloat).clone()
+                                                       : at::empty(shape, at::kFloat);
+    if (src != 0 || to_all) GRPO_TRY_STATUS(ctx.comm->broadcast(buf, src));
+    if (wants) whole.narrow(s.dim, s.offset, s.length).copy_(buf);
+  }
+  if (wants) sink(f, whole);
+  return core::ok_status();
+}
+
+}  // namespace
 
 core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
                          const NamedTensors& local, bool to_all,
@@ -35,6 +64,11 @@ core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
   const std::map<std::string, at::Tensor> mine(local.begin(), local.end());
   for (const FullTensor& f : full) {
     auto it = mine.find(f.name);
+    if (f.sliced) {
+      GRPO_TRY_STATUS(
+          gather_slices(ctx, f, it != mine.end() ? it->second : at::Tensor(), to_all, sink));
+      continue;
+    }
     const bool held = f.owner == ctx.rank && it != mine.end();
     // Rank 0's own tensors need no transfer unless every rank wants them.
     if (f.owner == 0 && !to_all) {
@@ -74,13 +108,22 @@ core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
     at::Tensor buf = ctx.rank == root ? source.at(f.name).to(at::kFloat).contiguous().clone()
                                       : at::empty(f.shape, at::kFloat);
     GRPO_TRY_STATUS(ctx.comm->broadcast(buf, root));
-    if (auto it = mine.find(f.name); it != mine.end()) it->second.copy_(buf);
+    auto it = mine.find(f.name);
+    if (it == mine.end()) continue;
+    if (f.sliced) {
+      const TpSlice s = *tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp);
+      it->second.copy_(buf.narrow(s.dim, s.offset, s.length));
+    } else {
+      it->second.copy_(buf);
+    }
   }
   return core::ok_status();
 }
 
 core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model) {
-  if (!model.expert_parallel()) return tensors_sha256(model.named_params());
+  if (!model.expert_parallel() && !model.tensor_shard().active()) {
+    return tensors_sha256(model.named_params());
+  }
   NamedTensors all;
   GRPO_TRY_STATUS(gather_full(
       ctx, full_params(ctx, model), model.named_params(), true,

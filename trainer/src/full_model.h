@@ -19,6 +19,8 @@ struct FullTensor {
   std::string name;
   std::vector<std::int64_t> shape;
   int owner = 0;  // the global rank that holds it (an expert's: a rank of rank 0's EP group)
+  // Split over TP (tp_slice): the ranks of rank 0's TP group each hold a slice.
+  bool sliced = false;
 };
 
 // `model`'s unsharded parameters, in the one-rank model's order.

@@ -58,10 +58,8 @@ at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::
     const std::int64_t end = std::min(rows, begin + micro_rows);
     SequenceBatch mb = batch.slice(begin, end);
     ResponseStates s = response_states(model, mb);
-    at::Tensor lp = model.ops()
-                        .token_logprobs(s.hidden, model.lm_head_weight(), s.tokens, temperature,
-                                        /*with_entropy=*/false)
-                        .logprobs;
+    at::Tensor lp =
+        model.token_logprobs(s.hidden, s.tokens, temperature, /*with_entropy=*/false).logprobs;
     at::Tensor flat = at::zeros({(end - begin) * r}, at::kFloat);
     flat.index_copy_(0, s.index, lp.to(at::kFloat));
     out.narrow(0, begin, end - begin).copy_(flat.view({end - begin, r}));
@@ -188,15 +186,35 @@ at::Tensor squared_norm(const std::vector<at::Tensor>& grads) {
 
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
                                                std::int64_t bucket_bytes, double max_norm,
-                                               const ExpertGroups* experts) {
+                                               const ExpertGroups* experts,
+                                               const TensorGroups* tensors) {
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> grads, shard;
   for (const auto& [name, p] : params) {
     at::Tensor& p_ref = const_cast<at::Tensor&>(p);
     if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
-    (experts != nullptr && expert_index(name) >= 0 ? shard : grads).push_back(p_ref.grad());
+    const bool sharded = (experts != nullptr && expert_index(name) >= 0) ||
+                         (tensors != nullptr && tensors->sliced(name));
+    (sharded ? shard : grads).push_back(p_ref.grad());
   }
   const int world = comm.world_size();
+  if (tensors != nullptr) {
+    // Slices and replicated parameters alike are summed over the replicas of this rank's slices.
+    std::vector<at::Tensor> all = grads;
+    all.insert(all.end(), shard.begin(), shard.end());
+    GRPO_TRY_STATUS(reduce_buckets(all, tensors->dp, bucket_bytes, tensors->replicas));
+    // Replicated parameters count once; each slice lives on one rank of the TP group.
+    at::Tensor sq = squared_norm(shard);
+    if (tensors->tp != nullptr) GRPO_TRY_STATUS(tensors->tp->allreduce_sum(sq));
+    const double total = std::sqrt((squared_norm(grads) + sq).item<double>());
+    if (std::isfinite(total)) {
+      const double coef = max_norm / (total + 1e-6);
+      if (coef < 1.0) {
+        for (at::Tensor& g : all) g.mul_(coef);
+      }
+    }
+    return total;
+  }
   if (world > 1) {
     GRPO_TRY_STATUS(reduce_buckets(grads, &comm, bucket_bytes, world));
     if (!shard.empty()) GRPO_TRY_STATUS(reduce_buckets(shard, experts->edp, bucket_bytes, world));

@@ -58,7 +58,7 @@ core::Status start_grpo(RunContext& ctx, TrainState& st) {
   // and the optimizer starts fresh.
   st.ref =
       std::make_shared<QwenModel>(ctx.spec, st.model->ops(), st.model->lm_head_weight().options(),
-                                  nullptr, st.model->expert_shard());
+                                  nullptr, st.model->expert_shard(), st.model->tensor_shard());
   {
     torch::NoGradGuard ng;
     auto src = st.model->named_params();
@@ -98,8 +98,10 @@ core::Status grpo_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetr
   }
   m.fields["reward_std"] =
       std::sqrt(std::max(0.0, means["reward_sq"] - means["reward_mean"] * means["reward_mean"]));
+  // One rank per TP group counts its replica's tokens.
   at::Tensor tok =
-      at::tensor({r.batch.valid.sum().item<std::int64_t>(), g.generated_tokens}, at::kLong);
+      at::tensor({r.batch.valid.sum().item<std::int64_t>(), g.generated_tokens}, at::kLong) *
+      ctx.counts_data();
   GRPO_TRY_STATUS(ctx.comm->allreduce_sum(tok));
   m.tokens = tok[0].item<std::int64_t>();
   m.fields["generated_tokens"] = tok[1].item<std::int64_t>();

@@ -35,7 +35,7 @@ core::Result<double> update_phase(RunContext& ctx, TrainState& st, std::int64_t 
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t rows = r.rows();
   const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
-  const std::int64_t mini_rows = cfg.ppo_mini_batch_size * r.group_size / ctx.world;
+  const std::int64_t mini_rows = cfg.ppo_mini_batch_size * r.group_size / ctx.par.data_ranks();
   const kernels::PolicyLossParams lp = policy_loss_params(cfg);
   at::Tensor adv_tok =
       r.advantages.unsqueeze(1).expand({rows, r.generation.tokens.size(1)}).contiguous();
@@ -61,8 +61,7 @@ core::Result<double> update_phase(RunContext& ctx, TrainState& st, std::int64_t 
               r.ref_logprobs.narrow(0, b, e - b).reshape({-1}).index_select(0, rs.index);
         }
         in.advantages = adv_tok.narrow(0, b, e - b).reshape({-1}).index_select(0, rs.index);
-        kernels::PolicyLossOutputs out =
-            model.ops().policy_loss(rs.hidden, model.lm_head_weight(), in, lp);
+        kernels::PolicyLossOutputs out = model.policy_loss(rs.hidden, in, lp);
         at::Tensor loss = out.loss;
         if (ctx.spec.is_moe()) loss = loss + cfg.moe_aux_loss_coef * rs.aux_loss;
         // Gradient accumulation: each micro batch weighs by its share of the mini batch's rows.

@@ -1,5 +1,6 @@
 #include "grpo/trainer/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -34,8 +35,20 @@ at::Tensor Linear::forward(const at::Tensor& x) const {
   return at::linear(x, weight, bias);
 }
 
-Embedding::Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options) {
-  weight = register_parameter("weight", at::empty({vocab, dim}, options));
+Embedding::Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options,
+                     const TensorShard& tp_in)
+    : vocab_begin(tp_in.rank * (vocab / tp_in.size)), tp(tp_in) {
+  weight = register_parameter("weight", at::empty({vocab / tp.size, dim}, options));
+}
+
+at::Tensor Embedding::forward(const at::Tensor& tokens) const {
+  if (!tp.active()) return at::embedding(weight, tokens);
+  // Megatron's VocabParallelEmbedding: look up the rows this rank holds, zeros for the others,
+  // and sum over the group.
+  at::Tensor here = (tokens >= vocab_begin) & (tokens < vocab_begin + weight.size(0));
+  at::Tensor local = at::where(here, tokens - vocab_begin, at::zeros_like(tokens));
+  at::Tensor rows = at::embedding(weight, local) * here.unsqueeze(-1).to(weight.scalar_type());
+  return reduce_from_tp(rows, tp);
 }
 
 RmsNorm::RmsNorm(std::int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
@@ -46,26 +59,34 @@ at::Tensor RmsNorm::forward(const kernels::Ops& ops, const at::Tensor& x) const 
   return ops.rms_norm(x, weight, eps);
 }
 
-SwiGlu::SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options) {
-  gate_proj = register_module("gate_proj", std::make_shared<Linear>(hidden, ffn, false, options));
-  up_proj = register_module("up_proj", std::make_shared<Linear>(hidden, ffn, false, options));
-  down_proj = register_module("down_proj", std::make_shared<Linear>(ffn, hidden, false, options));
+SwiGlu::SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options,
+               const TensorShard& tp_in)
+    : tp(tp_in) {
+  const std::int64_t local = ffn / tp.size;
+  gate_proj = register_module("gate_proj", std::make_shared<Linear>(hidden, local, false, options));
+  up_proj = register_module("up_proj", std::make_shared<Linear>(hidden, local, false, options));
+  down_proj = register_module("down_proj", std::make_shared<Linear>(local, hidden, false, options));
 }
 
 at::Tensor SwiGlu::forward(const at::Tensor& x) const {
-  return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  // Column-parallel gate/up, row-parallel down (identities without TP).
+  const at::Tensor xt = copy_to_tp(x, tp);
+  return reduce_from_tp(down_proj->forward(at::silu(gate_proj->forward(xt)) * up_proj->forward(xt)),
+                        tp);
 }
 
-Attention::Attention(const core::ModelSpec& spec, const at::TensorOptions& options)
-    : heads(spec.num_attention_heads), kv_heads(spec.num_kv_heads), head_dim(spec.head_dim) {
+Attention::Attention(const core::ModelSpec& spec, const at::TensorOptions& options,
+                     const TensorShard& tp_in)
+    : heads(spec.num_attention_heads / tp_in.size),
+      kv_heads(std::max<std::int64_t>(1, spec.num_kv_heads / tp_in.size)),
+      head_dim(spec.head_dim),
+      tp(tp_in) {
   const std::int64_t h = spec.hidden_size;
-  q_proj = register_module("q_proj",
-                           std::make_shared<Linear>(h, spec.q_width(), spec.qkv_bias, options));
-  k_proj = register_module("k_proj",
-                           std::make_shared<Linear>(h, spec.kv_width(), spec.qkv_bias, options));
-  v_proj = register_module("v_proj",
-                           std::make_shared<Linear>(h, spec.kv_width(), spec.qkv_bias, options));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(spec.q_width(), h, false, options));
+  const std::int64_t q_width = heads * head_dim, kv_width = kv_heads * head_dim;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(h, q_width, spec.qkv_bias, options));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(h, kv_width, spec.qkv_bias, options));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(h, kv_width, spec.qkv_bias, options));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(q_width, h, false, options));
   if (spec.qk_norm) {
     q_norm =
         register_module("q_norm", std::make_shared<RmsNorm>(head_dim, spec.rms_norm_eps, options));
@@ -79,12 +100,15 @@ at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, cons
                               std::int64_t layer) const {
   const std::int64_t b = x.size(0);
   const std::int64_t t = x.size(1);
-  at::Tensor q = q_proj->forward(x).view({b, t, heads, head_dim});
-  at::Tensor k = k_proj->forward(x).view({b, t, kv_heads, head_dim});
-  at::Tensor v = v_proj->forward(x).view({b, t, kv_heads, head_dim});
+  const at::Tensor xt = copy_to_tp(x, tp);  // column-parallel q, k, v
+  at::Tensor q = q_proj->forward(xt).view({b, t, heads, head_dim});
+  at::Tensor k = k_proj->forward(xt).view({b, t, kv_heads, head_dim});
+  at::Tensor v = v_proj->forward(xt).view({b, t, kv_heads, head_dim});
   if (q_norm) {
-    q = q_norm->forward(ops, q);
-    k = k_norm->forward(ops, k);
+    // The norms are replicated but see only this rank's heads: their gradients are summed over
+    // TP (copy_to_tp on the weight), so every rank holds the same gradient.
+    q = ops.rms_norm(q, copy_to_tp(q_norm->weight, tp), q_norm->eps);
+    k = ops.rms_norm(k, copy_to_tp(k_norm->weight, tp), k_norm->eps);
   }
   q = apply_rope(q.transpose(1, 2), cos, sin);  // [B, H, T, D]
   k = apply_rope(k.transpose(1, 2), cos, sin);  // [B, KV, T, D]
@@ -105,7 +129,7 @@ at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, cons
   at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
   at::Tensor out = at::matmul(probs.view({b, kv_heads, groups * t, tk}), v);
   out = out.view({b, heads, t, head_dim}).transpose(1, 2).reshape({b, t, heads * head_dim});
-  return o_proj->forward(out);
+  return reduce_from_tp(o_proj->forward(out), tp);  // row-parallel o
 }
 
 MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options,
@@ -213,11 +237,12 @@ at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::Router
 }
 
 DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
-                           const at::TensorOptions& options, const ExpertShard& shard)
+                           const at::TensorOptions& options, const ExpertShard& shard,
+                           const TensorShard& tp)
     : index(index_in) {
   input_layernorm = register_module(
       "input_layernorm", std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
-  self_attn = register_module("self_attn", std::make_shared<Attention>(spec, options));
+  self_attn = register_module("self_attn", std::make_shared<Attention>(spec, options, tp));
   post_attention_layernorm =
       register_module("post_attention_layernorm",
                       std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
@@ -225,7 +250,7 @@ DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
     moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options, shard));
   } else {
     mlp = register_module(
-        "mlp", std::make_shared<SwiGlu>(spec.hidden_size, spec.ffn_hidden_size, options));
+        "mlp", std::make_shared<SwiGlu>(spec.hidden_size, spec.ffn_hidden_size, options, tp));
   }
 }
 
@@ -246,12 +271,12 @@ at::Tensor DecoderLayer::forward(const kernels::Ops& ops, const at::Tensor& x,
 }
 
 Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options,
-                   const ExpertShard& shard) {
+                   const ExpertShard& shard, const TensorShard& tp) {
   embed_tokens = register_module(
-      "embed_tokens", std::make_shared<Embedding>(spec.vocab_size, spec.hidden_size, options));
+      "embed_tokens", std::make_shared<Embedding>(spec.vocab_size, spec.hidden_size, options, tp));
   auto list = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < spec.num_layers; ++i) {
-    layers.push_back(std::make_shared<DecoderLayer>(spec, i, options, shard));
+    layers.push_back(std::make_shared<DecoderLayer>(spec, i, options, shard, tp));
     list->push_back(layers.back());
   }
   norm = register_module("norm",
@@ -260,13 +285,14 @@ Backbone::Backbone(const core::ModelSpec& spec, const at::TensorOptions& options
 
 QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
                      const at::TensorOptions& options, at::Generator* init_gen,
-                     const ExpertShard& shard)
-    : spec_(spec), ops_(ops), shard_(shard) {
+                     const ExpertShard& shard, const TensorShard& tp)
+    : spec_(spec), ops_(ops), shard_(shard), tp_(tp) {
   if (shard_.end < 0) shard_.end = spec.num_experts;
-  model_ = register_module("model", std::make_shared<Backbone>(spec, options, shard_));
+  model_ = register_module("model", std::make_shared<Backbone>(spec, options, shard_, tp_));
   if (!spec.tied_embeddings) {
     lm_head_ = register_module(
-        "lm_head", std::make_shared<Linear>(spec.hidden_size, spec.vocab_size, false, options));
+        "lm_head",
+        std::make_shared<Linear>(spec.hidden_size, spec.vocab_size / tp_.size, false, options));
   }
   at::TensorOptions fopts =
       at::TensorOptions()
@@ -290,19 +316,26 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
       p.normal_(0.0, kInitStd);
     }
   };
-  if (!expert_parallel()) {
+  if (!expert_parallel() && !tp_.active()) {
     for (auto& [name, p] : named_params()) init(name, p);
     return;
   }
-  // Walk the unsharded model's parameters in order, drawing the ones held elsewhere into a
-  // scratch tensor, so the generator advances exactly as it does for the whole model.
+  // Walk the unsharded model's parameters in order, drawing each whole (into a scratch tensor
+  // unless this rank holds all of it), so the generator advances exactly as it does for the whole
+  // model, and keep the part this rank holds.
   std::map<std::string, at::Tensor> mine;
   for (auto& [name, p] : named_params()) mine.emplace(name, p);
   const QwenModel whole(spec, ops, options.device(at::kMeta), nullptr);
   for (const auto& [name, meta] : whole.named_params()) {
     auto it = mine.find(name);
-    init(name, it != mine.end() ? it->second
-                                : at::empty(meta.sizes(), options.device(inv_freq_.device())));
+    const auto slice = tp_slice(spec, name, tp_.rank, tp_.size);
+    if (it != mine.end() && !slice) {
+      init(name, it->second);
+      continue;
+    }
+    at::Tensor full = at::empty(meta.sizes(), options.device(inv_freq_.device()));
+    init(name, full);
+    if (it != mine.end()) it->second.copy_(full.narrow(slice->dim, slice->offset, slice->length));
   }
 }
 
@@ -316,7 +349,7 @@ ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& posit
   const std::int64_t t = tokens.size(1);
   const std::int64_t past = cache != nullptr ? cache->length : 0;
   const std::int64_t tk = past + t;
-  at::Tensor x = at::embedding(model_->embed_tokens->weight, tokens);
+  at::Tensor x = model_->embed_tokens->forward(tokens);
 
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_.to(x.device());
   at::Tensor emb = at::cat({freqs, freqs}, -1);
@@ -340,7 +373,26 @@ ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& posit
 }
 
 at::Tensor QwenModel::logits(const at::Tensor& hidden) const {
-  return at::matmul(hidden, lm_head_weight().t()).to(at::kFloat);
+  return gather_last_dim(at::matmul(hidden, lm_head_weight().t()).to(at::kFloat), tp_);
+}
+
+kernels::TokenLogProbs QwenModel::token_logprobs(const at::Tensor& hidden, const at::Tensor& tokens,
+                                                 double temperature, bool with_entropy) const {
+  if (!tp_.active()) {
+    return ops_.token_logprobs(hidden, lm_head_weight(), tokens, temperature, with_entropy);
+  }
+  return vocab_parallel_logprobs(hidden, lm_head_weight(), tokens, temperature, with_entropy,
+                                 /*entropy_grad=*/true, model_->embed_tokens->vocab_begin, tp_);
+}
+
+kernels::PolicyLossOutputs QwenModel::policy_loss(const at::Tensor& hidden,
+                                                  const kernels::PolicyLossInputs& in,
+                                                  const kernels::PolicyLossParams& params) const {
+  if (!tp_.active()) return ops_.policy_loss(hidden, lm_head_weight(), in, params);
+  const kernels::TokenLogProbs lp =
+      vocab_parallel_logprobs(hidden, lm_head_weight(), in.tokens, params.temperature, true,
+                              params.entropy_coeff != 0.0, model_->embed_tokens->vocab_begin, tp_);
+  return kernels::policy_loss_from_logprobs(lp.logprobs, lp.entropy.mean(), in, params);
 }
 
 const at::Tensor& QwenModel::lm_head_weight() const {
@@ -352,8 +404,9 @@ KvCache QwenModel::make_cache(std::int64_t batch, std::int64_t capacity) const {
   cache.capacity = capacity;
   const at::TensorOptions opts = lm_head_weight().options();
   for (std::int64_t i = 0; i < spec_.num_layers; ++i) {
-    cache.keys.push_back(at::zeros({batch, spec_.num_kv_heads, capacity, spec_.head_dim}, opts));
-    cache.values.push_back(at::zeros({batch, spec_.num_kv_heads, capacity, spec_.head_dim}, opts));
+    const std::int64_t kv = model_->layers[static_cast<std::size_t>(i)]->self_attn->kv_heads;
+    cache.keys.push_back(at::zeros({batch, kv, capacity, spec_.head_dim}, opts));
+    cache.values.push_back(at::zeros({batch, kv, capacity, spec_.head_dim}, opts));
   }
   return cache;
 }

@@ -11,6 +11,10 @@ std::pair<std::int64_t, std::int64_t> ParallelState::local_experts(std::int64_t 
   return {coords.ep * per, (coords.ep + 1) * per};
 }
 
+TensorShard ParallelState::tensor_shard() const {
+  return tp ? TensorShard{coords.tp, dims.tp, tp.get()} : TensorShard{};
+}
+
 int ParallelState::owner_of_expert(std::int64_t e, std::int64_t experts) const {
   const std::int64_t per = experts / dims.ep;
   return first_ep_members.at(static_cast<std::size_t>(e / per));
@@ -71,6 +75,16 @@ core::Result<ParallelState> make_parallel_state(Communicator& world, const core:
   if (st.edp_members.size() > 1 && dims.ep > 1) {
     GRPO_TRY(st.edp,
              world.subgroup(st.edp_members, "edp" + std::to_string(st.edp_members.front())));
+  }
+  // Then TP and, with TP, DP (without TP the data-parallel group is the world).
+  st.tp_members = core::group_members(map, rank, core::GroupKind::kTp);
+  st.first_tp_members = core::group_members(map, 0, core::GroupKind::kTp);
+  if (st.tp_members.size() > 1) {
+    GRPO_TRY(st.tp, world.subgroup(st.tp_members, "tp" + std::to_string(st.tp_members.front())));
+    const std::vector<int> dp = core::group_members(map, rank, core::GroupKind::kDp);
+    if (dp.size() > 1) {
+      GRPO_TRY(st.dp, world.subgroup(dp, "dp" + std::to_string(dp.front())));
+    }
   }
   return st;
 }

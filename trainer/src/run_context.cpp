@@ -120,8 +120,8 @@ void RunContext::fire_step_faults(std::int64_t s, const std::string& name, QwenM
 
 std::vector<const Example*> take_examples(const RunContext& ctx, TrainState& st,
                                           std::int64_t global_count) {
-  std::vector<const Example*> out =
-      ctx.data->train_batch(st.data_cursor, global_count, ctx.rank, ctx.world);
+  std::vector<const Example*> out = ctx.data->train_batch(
+      st.data_cursor, global_count, ctx.par.data_rank(), ctx.par.data_ranks());
   st.data_cursor += global_count;
   return out;
 }

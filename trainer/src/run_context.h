@@ -74,6 +74,8 @@ struct RunContext {
   ParallelState par;               // the layout this rank runs (set up by the run loop)
   std::string phase = "setup";
 
+  // 1 on the rank that counts its data-parallel replica's tokens (TP rank 0), 0 on the others.
+  int counts_data() const { return par.coords.tp == 0 ? 1 : 0; }
   // Sets the phase and sends a heartbeat for it.
   void enter_phase(std::int64_t s, const std::string& name);
   // Fires the injected faults due at (s, name) on this rank (faults.h); `model` takes the

@@ -41,9 +41,10 @@ void TrainingRun::setup() {
     const auto [first, last] = ctx_.par.local_experts(ctx_.spec.num_experts);
     shard = ExpertShard{first, last, ctx_.par.ep.get()};
   }
-  state_.model = std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen, shard);
+  state_.model =
+      std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen, shard, ctx_.par.tensor_shard());
   state_.optim = std::make_unique<AdamW>(state_.model->named_params());
-  state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.rank));
+  state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()));
 }
 
 int TrainingRun::fail(const core::Error& e) {

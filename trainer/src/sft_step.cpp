@@ -12,9 +12,15 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   const TrainerConfig& cfg = ctx.cfg;
   const auto bucket = static_cast<std::int64_t>(cfg.bucket_mb * 1024 * 1024);
   const ExpertGroups groups{ctx.par.ep.get(), ctx.par.edp.get()};
+  const TensorShard tp = st.model->tensor_shard();
+  const TensorGroups tensors{ctx.par.dp.get(), ctx.par.tp.get(), ctx.par.data_ranks(),
+                             [&](const std::string& name) {
+                               return tp_slice(ctx.spec, name, tp.rank, tp.size).has_value();
+                             }};
   GRPO_TRY(double norm,
            reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip,
-                                     st.model->expert_parallel() ? &groups : nullptr));
+                                     st.model->expert_parallel() ? &groups : nullptr,
+                                     tp.active() ? &tensors : nullptr));
   acc.add("grad_norm", norm);
   if (!std::isfinite(norm)) {
     // As verl: skip the update when the gradient is not finite (same decision on every rank,
@@ -71,9 +77,7 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
     const std::int64_t e = std::min(rows, b + micro);
     SequenceBatch mb = batch.slice(b, e);
     ResponseStates rs = response_states(model, mb);
-    at::Tensor lp = model.ops()
-                        .token_logprobs(rs.hidden, model.lm_head_weight(), rs.tokens, 1.0, false)
-                        .logprobs;
+    at::Tensor lp = model.token_logprobs(rs.hidden, rs.tokens, 1.0, false).logprobs;
     // Token-mean over the rank's whole batch: each micro batch weighs by its token share.
     const double share = static_cast<double>(lp.numel()) / static_cast<double>(total_tokens);
     at::Tensor loss = -lp.mean() + cfg.moe_aux_loss_coef * rs.aux_loss;
@@ -85,7 +89,9 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
   GRPO_TRY_STATUS(optimizer_step(ctx, st, cfg.sft_lr, acc));
   GRPO_TRY(auto means, acc.reduce(*ctx.comm));
   for (const auto& [k, v] : means) m.fields[k] = v;
-  at::Tensor tok = at::tensor({batch.valid.sum().item<std::int64_t>()}, at::kLong);
+  // One rank per TP group counts its replica's tokens.
+  at::Tensor tok =
+      at::tensor({batch.valid.sum().item<std::int64_t>()}, at::kLong) * ctx.counts_data();
   GRPO_TRY_STATUS(ctx.comm->allreduce_sum(tok));
   m.tokens = tok.item<std::int64_t>();
   m.fields["update_s"] = seconds_since(t0);

@@ -161,8 +161,8 @@ int run_trainer(const TrainerOptions& options) {
     }
     auto spec = load_spec(options, cfg);
     if (!spec.ok()) return config_error(spec.error());
-    if (const std::string why =
-            core::embedded_trainer_unsupported(dims_from_config(cfg, world.world_size), *spec);
+    if (const std::string why = core::embedded_trainer_unsupported(
+            dims_from_config(cfg, world.world_size), cfg.sequence_parallel, *spec);
         !why.empty()) {
       return config_error(make_error(ErrorKind::kInvalidValue, why));
     }

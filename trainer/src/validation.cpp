@@ -10,7 +10,7 @@ core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int6
   const std::vector<Example>& val = ctx.data->val();
   const std::string saved_phase = ctx.phase;
   ctx.enter_phase(s, "validation");
-  const auto per_rank = static_cast<std::int64_t>(val.size()) / ctx.world;
+  const auto per_rank = static_cast<std::int64_t>(val.size()) / ctx.par.data_ranks();
   double sum = 0;
   const std::int64_t chunk = 256;
   SamplingParams sp;
@@ -23,7 +23,7 @@ core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int6
     std::vector<std::vector<std::int64_t>> prompts;
     for (std::int64_t i = b; i < e; ++i) {
       prompts.push_back(
-          ctx.data->prompt_ids(val[static_cast<std::size_t>(ctx.rank * per_rank + i)]));
+          ctx.data->prompt_ids(val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)]));
     }
     Generation g =
         generate(*st.model, make_prompt_batch(prompts), cfg.max_response_length, sp, st.sample_gen,
@@ -32,7 +32,7 @@ core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int6
       at::Tensor row = g.tokens[i - b];
       std::vector<std::int64_t> ids(row.data_ptr<std::int64_t>(),
                                     row.data_ptr<std::int64_t>() + row.numel());
-      const Example& ex = val[static_cast<std::size_t>(ctx.rank * per_rank + i)];
+      const Example& ex = val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)];
       sum += ctx.data->reward(ex, ids);
     }
   }

@@ -58,7 +58,11 @@ double runtime_overhead_bytes(DeviceVendor vendor) {
 ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
   const double tp = l.dims.tp;
   const double h = static_cast<double>(m.hidden_size);
-  const double attention = static_cast<double>(attention_params_per_layer(m)) / tp;
+  // Qwen3's q/k norms (head_dim each) are replicated in every TP rank, like the layer norms
+  // (Megatron-Core's q_layernorm / k_layernorm; the embedded trainer holds them so too).
+  const double qk_norms = m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0;
+  const double attention =
+      (static_cast<double>(attention_params_per_layer(m)) - qk_norms) / tp + qk_norms;
   const double norms = 2.0 * h;  // replicated in every TP rank
   const double dense_layer =
       attention + norms + static_cast<double>(swiglu_params(m.hidden_size, m.ffn_hidden_size)) / tp;

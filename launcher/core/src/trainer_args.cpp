@@ -26,36 +26,97 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
       "data.max_prompt_length=" + std::to_string(w.max_prompt_length),
       "data.max_response_length=" + std::to_string(w.max_response_length),
       std::string("actor_rollout_ref.actor.use_kl_loss=") + (w.use_kl_loss ? "true" : "false"),
+      // GPU profiles train on the GPUs; the embedded trainer has no Ascend backend
+      // (embedded_trainer_unsupported_device says so before anything starts).
+      std::string("trainer.device=") +
+          (plan.cluster.device.vendor == DeviceVendor::kCpu ? "cpu" : "cuda"),
   };
 }
+
+std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster) {
+  if (cluster.device.vendor != DeviceVendor::kAscend) return {};
+  return "the embedded trainer runs on CPUs and NVIDIA GPUs; " + cluster.name +
+         " has Ascend NPUs (run your own trainer with --trainer-cmd)";
+}
+
+namespace {
+
+std::string number(int v) {
+  return std::to_string(v);
+}
+
+// verl's key of every layout size the trainer takes, with the planner's layout key.
+struct LayoutKey {
+  std::string_view trainer_key;
+  std::string_view layout_key;
+  std::string (*value)(const Layout&);
+};
+
+constexpr std::array<LayoutKey, 7> kLayoutKeys = {{
+    {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "tp",
+     [](const Layout& l) { return number(l.dims.tp); }},
+    {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "pp",
+     [](const Layout& l) { return number(l.dims.pp); }},
+    {"actor_rollout_ref.actor.megatron.context_parallel_size", "cp",
+     [](const Layout& l) { return number(l.dims.cp); }},
+    {"actor_rollout_ref.actor.megatron.expert_model_parallel_size", "ep",
+     [](const Layout& l) { return number(l.dims.ep); }},
+    {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size", "etp",
+     [](const Layout& l) { return number(l.dims.etp); }},
+    {"actor_rollout_ref.actor.megatron.sequence_parallel", "sequence_parallel",
+     [](const Layout& l) { return std::string(l.sequence_parallel ? "true" : "false"); }},
+    {"actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout_tp",
+     [](const Layout& l) { return number(l.rollout_tp); }},
+}};
+
+}  // namespace
 
 std::vector<std::string> trainer_layout_settings(const Layout& layout) {
-  const ParallelDims& d = layout.dims;
-  const std::string m = "actor_rollout_ref.actor.megatron.";
-  return {
-      m + "tensor_model_parallel_size=" + std::to_string(d.tp),
-      m + "pipeline_model_parallel_size=" + std::to_string(d.pp),
-      m + "context_parallel_size=" + std::to_string(d.cp),
-      m + "expert_model_parallel_size=" + std::to_string(d.ep),
-      m + "expert_tensor_parallel_size=" + std::to_string(d.etp),
-      m + "sequence_parallel=" + (layout.sequence_parallel ? "true" : "false"),
-      "actor_rollout_ref.rollout.tensor_model_parallel_size=" + std::to_string(layout.rollout_tp),
-  };
+  std::vector<std::string> out;
+  for (const LayoutKey& k : kLayoutKeys) {
+    out.push_back(std::string(k.trainer_key) + "=" + k.value(layout));
+  }
+  return out;
 }
 
-std::string embedded_trainer_unsupported(const ParallelDims& d, const ModelSpec& model) {
+std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_parallel,
+                                         const ModelSpec& model) {
   std::string missing;
   auto need = [&](int v, const char* name) {
     if (v > 1)
       missing += (missing.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(v);
   };
-  need(d.tp, "TP");
   need(d.pp, "PP");
   need(d.cp, "CP");
   need(d.etp, "ETP");
   if (!missing.empty()) {
-    return "the embedded trainer runs data and expert parallelism only; this layout needs " +
+    return "the embedded trainer runs data, tensor and expert parallelism only; this layout "
+           "needs " +
            missing + " (set them to 1, or run your own trainer with --trainer-cmd)";
+  }
+  if (sequence_parallel) {
+    return "the embedded trainer has no sequence parallelism (set sequence_parallel=false, or "
+           "run your own trainer with --trainer-cmd)";
+  }
+  if (d.tp > 1) {
+    const std::string tp = "TP=" + std::to_string(d.tp);
+    if (model.is_moe()) {
+      return tp + " with the MoE model " + model.name +
+             ": the embedded trainer splits dense models only (use EP for the experts)";
+    }
+    auto divides = [&](std::int64_t n) { return n % d.tp == 0; };
+    const std::int64_t kv = model.num_kv_heads;
+    // TP above the K/V heads (Megatron-Core replicates them) is not built: the replicas'
+    // gradients would need a reduction over the ranks sharing a head.
+    if (!divides(model.num_attention_heads) || !divides(kv) || !divides(model.ffn_hidden_size) ||
+        !divides(model.vocab_size)) {
+      return tp + " does not split " + model.name + " (" +
+             std::to_string(model.num_attention_heads) + " heads, " + std::to_string(kv) +
+             " K/V heads, FFN " + std::to_string(model.ffn_hidden_size) + ", vocabulary " +
+             std::to_string(model.vocab_size) +
+             "): the embedded trainer needs TP to divide the heads, K/V heads, FFN and "
+             "vocabulary";
+    }
   }
   if (d.ep > 1 && !model.is_moe()) {
     return "EP=" + std::to_string(d.ep) + " needs a mixture-of-experts model; " + model.name +
@@ -69,9 +130,10 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, const ModelSpec&
 }
 
 void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
-  for (std::optional<int>* size : {&c.tp, &c.pp, &c.cp, &c.etp}) {
+  for (std::optional<int>* size : {&c.pp, &c.cp, &c.etp}) {
     if (!size->has_value()) *size = 1;
   }
+  if (!c.sequence_parallel) c.sequence_parallel = false;
   if (!as_it_runs) return;
   // It keeps the whole optimizer state on every rank, offloads nothing and recomputes nothing:
   // the memory the planner estimates is then the memory that runs.
@@ -117,17 +179,8 @@ std::optional<std::int64_t> whole_number(std::string_view text) {
 }
 
 std::string layout_key_for_trainer_key(std::string_view key) {
-  static const std::array<std::pair<std::string_view, std::string_view>, 7> kKeys = {{
-      {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "tp"},
-      {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "pp"},
-      {"actor_rollout_ref.actor.megatron.context_parallel_size", "cp"},
-      {"actor_rollout_ref.actor.megatron.expert_model_parallel_size", "ep"},
-      {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size", "etp"},
-      {"actor_rollout_ref.actor.megatron.sequence_parallel", "sequence_parallel"},
-      {"actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout_tp"},
-  }};
-  for (const auto& [trainer_key, layout_key] : kKeys) {
-    if (key == trainer_key) return std::string(layout_key);
+  for (const LayoutKey& k : kLayoutKeys) {
+    if (key == k.trainer_key) return std::string(k.layout_key);
   }
   return {};
 }

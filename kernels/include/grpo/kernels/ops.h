@@ -97,6 +97,13 @@ class Ops {
 // kl_penalty computes it (low_var_kl clamped to [-10, 10]).
 at::Tensor kl_penalty(const at::Tensor& logprob, const at::Tensor& ref_logprob, KlType type);
 
+// GRPO's loss from per-token log-probs [N] (differentiable) and their token-mean entropy (a
+// scalar, differentiable when params.entropy_coeff != 0): what policy_loss computes once it has
+// them. For callers that compute the log-probs themselves (vocabulary split over TP ranks).
+PolicyLossOutputs policy_loss_from_logprobs(const at::Tensor& logprob, const at::Tensor& entropy,
+                                            const PolicyLossInputs& in,
+                                            const PolicyLossParams& params);
+
 // The implementation for a backend; lives for the whole program. Never null.
 const Ops& ops_for(Backend backend);
 

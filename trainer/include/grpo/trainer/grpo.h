@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,17 @@ struct ExpertGroups {
   Communicator* edp = nullptr;
 };
 
+// Under tensor parallelism: the ranks holding the same slices (dp, null when there are none:
+// the gradients of this rank's parameters are summed over it instead of the world and divided by
+// `replicas`), the TP group (the sliced parameters' squares are summed over it in the norm) and
+// which parameters are sliced (the others are replicated with identical gradients).
+struct TensorGroups {
+  Communicator* dp = nullptr;
+  Communicator* tp = nullptr;
+  int replicas = 1;
+  std::function<bool(const std::string&)> sliced;
+};
+
 // Whether a parameter (or optimizer state) name is one of an MoE layer's experts
 // ("....mlp.experts.5.up_proj.weight"); returns the expert's index, or -1.
 std::int64_t expert_index(const std::string& name);
@@ -96,9 +108,11 @@ std::int64_t expert_index(const std::string& name);
 // Undefined gradients become zeros first. With `experts`, the expert parameters (this rank's
 // shard) are summed over experts->edp instead, divided by the world size like the others (each
 // already holds the gradient of every rank of its EP group), and their squares summed over
-// experts->ep in the norm. Errors: the communicator's.
+// experts->ep in the norm. With `tensors` (not with `experts`), see TensorGroups. Errors: the
+// communicator's.
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
                                                std::int64_t bucket_bytes, double max_norm,
-                                               const ExpertGroups* experts = nullptr);
+                                               const ExpertGroups* experts = nullptr,
+                                               const TensorGroups* tensors = nullptr);
 
 }  // namespace grpo::trainer

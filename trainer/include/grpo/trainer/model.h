@@ -17,6 +17,7 @@
 #include "grpo/core/model_spec.h"
 #include "grpo/kernels/ops.h"
 #include "grpo/trainer/communicator.h"
+#include "grpo/trainer/tensor_parallel.h"
 #include "grpo/trainer/torch_compat.h"
 
 namespace grpo::trainer {
@@ -59,8 +60,14 @@ class Linear : public torch::nn::Module {
 
 class Embedding : public torch::nn::Module {
  public:
-  Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options);
-  at::Tensor weight;  // [vocab, dim]
+  // With TP, this rank holds vocabulary rows [vocab_begin, vocab_begin + vocab / TP).
+  Embedding(std::int64_t vocab, std::int64_t dim, const at::TensorOptions& options,
+            const TensorShard& tp = {});
+  // tokens [...] -> [..., dim]; the rows of other ranks' tokens come from them (summed over TP).
+  at::Tensor forward(const at::Tensor& tokens) const;
+  at::Tensor weight;  // [vocab / TP, dim]
+  std::int64_t vocab_begin = 0;
+  TensorShard tp;
 };
 
 class RmsNorm : public torch::nn::Module {
@@ -73,14 +80,19 @@ class RmsNorm : public torch::nn::Module {
 
 class SwiGlu : public torch::nn::Module {
  public:
-  SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options);
+  // With TP (dense layers only), gate/up hold ffn / TP output rows and down as many input columns.
+  SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& options,
+         const TensorShard& tp = {});
   at::Tensor forward(const at::Tensor& x) const;
   std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+  TensorShard tp;
 };
 
 class Attention : public torch::nn::Module {
  public:
-  Attention(const core::ModelSpec& spec, const at::TensorOptions& options);
+  // With TP this rank holds heads / TP query heads and their K/V heads (tp_slice).
+  Attention(const core::ModelSpec& spec, const at::TensorOptions& options,
+            const TensorShard& tp = {});
   // x [B, T, H]; cos/sin [B, T, head_dim]; mask [B, 1, T, Tk] additive (0 or a large negative).
   // With a cache, k/v of the T new tokens are written at cache slots [length, length + T) of
   // layer `layer` and attention runs over slots [0, length + T).
@@ -89,7 +101,8 @@ class Attention : public torch::nn::Module {
                      std::int64_t layer) const;
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
   std::shared_ptr<RmsNorm> q_norm, k_norm;  // null unless qk_norm
-  std::int64_t heads, kv_heads, head_dim;
+  std::int64_t heads, kv_heads, head_dim;   // this rank's
+  TensorShard tp;
 };
 
 class MoeBlock : public torch::nn::Module {
@@ -119,7 +132,7 @@ class MoeBlock : public torch::nn::Module {
 class DecoderLayer : public torch::nn::Module {
  public:
   DecoderLayer(const core::ModelSpec& spec, std::int64_t index, const at::TensorOptions& options,
-               const ExpertShard& shard);
+               const ExpertShard& shard, const TensorShard& tp);
   at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& valid,
                      KvCache* cache, at::Tensor* aux);
@@ -133,7 +146,8 @@ class DecoderLayer : public torch::nn::Module {
 // The backbone: registered as "model" inside QwenModel so names match Hugging Face.
 class Backbone : public torch::nn::Module {
  public:
-  Backbone(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard);
+  Backbone(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard,
+           const TensorShard& tp);
   std::shared_ptr<Embedding> embed_tokens;
   std::vector<std::shared_ptr<DecoderLayer>> layers;
   std::shared_ptr<RmsNorm> norm;
@@ -145,9 +159,10 @@ class QwenModel : public torch::nn::Module {
   // allocated and no initialization runs; otherwise weights are drawn from N(0, 0.02) with
   // `init_gen` (norm weights 1, biases 0), as Hugging Face initializes Qwen models. With an
   // expert shard the draws are those of the whole model (a sharded model starts with the
-  // unsharded one's values for the experts it holds).
+  // unsharded one's values for the experts it holds); so with a tensor shard (the slices it
+  // holds, tp_slice). TP and EP together are not supported (core::embedded_trainer_unsupported).
   QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops, const at::TensorOptions& options,
-            at::Generator* init_gen, const ExpertShard& shard = {});
+            at::Generator* init_gen, const ExpertShard& shard = {}, const TensorShard& tp = {});
 
   // tokens [B, T] int64, positions [B, T] int64 (RoPE positions), key_valid [B, Tk] bool where
   // Tk = cache length + T (which key slots hold real tokens; causality is added here), valid
@@ -155,9 +170,18 @@ class QwenModel : public torch::nn::Module {
   ModelOutput forward(const at::Tensor& tokens, const at::Tensor& positions,
                       const at::Tensor& key_valid, const at::Tensor& valid, KvCache* cache);
 
-  // hidden [..., H] -> logits [..., V] (fp32).
+  // hidden [..., H] -> logits [..., V] (fp32), gathered over TP (for sampling; no gradient).
   at::Tensor logits(const at::Tensor& hidden) const;
-  // The LM head's weight (the embedding when tied).
+  // The log-probs of `tokens` [N] after `hidden` [N, H] (the kernels' token_logprobs; with TP
+  // the vocabulary-parallel form, tensor_parallel.h).
+  kernels::TokenLogProbs token_logprobs(const at::Tensor& hidden, const at::Tensor& tokens,
+                                        double temperature, bool with_entropy) const;
+  // GRPO's loss from hidden states (the kernels' policy_loss; with TP from vocabulary-parallel
+  // log-probs).
+  kernels::PolicyLossOutputs policy_loss(const at::Tensor& hidden,
+                                         const kernels::PolicyLossInputs& in,
+                                         const kernels::PolicyLossParams& params) const;
+  // The LM head's weight (the embedding when tied): this rank's vocabulary rows under TP.
   const at::Tensor& lm_head_weight() const;
 
   KvCache make_cache(std::int64_t batch, std::int64_t capacity) const;
@@ -172,6 +196,7 @@ class QwenModel : public torch::nn::Module {
 
   const core::ModelSpec& spec() const { return spec_; }
   const ExpertShard& expert_shard() const { return shard_; }
+  const TensorShard& tensor_shard() const { return tp_; }
   // Whether forward passes are collectives of an EP group (every rank of it must run the same
   // sequence of forward and backward passes).
   bool expert_parallel() const { return shard_.group != nullptr; }
@@ -183,6 +208,7 @@ class QwenModel : public torch::nn::Module {
   core::ModelSpec spec_;
   const kernels::Ops& ops_;
   ExpertShard shard_;
+  TensorShard tp_;
   std::shared_ptr<Backbone> model_;
   std::shared_ptr<Linear> lm_head_;  // null when tied
   at::Tensor inv_freq_;              // [head_dim / 2], not a parameter

@@ -1,7 +1,7 @@
 // The layout a rank runs: its coordinates in the plan's rank map (core::build_rank_map, the same
 // code the planner uses, Megatron-Core's rank order) and the process groups built from them.
-// The embedded trainer runs data and expert parallelism (core::embedded_trainer_unsupported says
-// what else it refuses).
+// The embedded trainer runs data, tensor and expert parallelism (core::embedded_trainer_unsupported
+// says what else it refuses).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "grpo/core/result.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/config.h"
+#include "grpo/trainer/tensor_parallel.h"
 
 namespace grpo::trainer {
 
@@ -25,8 +26,18 @@ struct ParallelState {
   std::vector<int> first_ep_members;  // rank 0's EP group: where a checkpoint's experts come from
   std::unique_ptr<Communicator> ep;   // null when EP = 1
   std::unique_ptr<Communicator> edp;  // null when this rank's experts have no replica
+  std::vector<int> tp_members;        // global ranks of this rank's TP group
+  std::vector<int> first_tp_members;  // rank 0's TP group: where a checkpoint's slices come from
+  std::unique_ptr<Communicator> tp;   // null when TP = 1
+  std::unique_ptr<Communicator> dp;   // the ranks holding the same slices; null unless TP > 1
 
   int ep_size() const { return dims.ep; }
+  // This rank's tensor shard (TP rank, size, group); the default without TP.
+  TensorShard tensor_shard() const;
+  // The data-parallel replica this rank belongs to and how many there are: the ranks of one TP
+  // group see the same data and draw the same samples.
+  int data_rank() const { return coords.dp; }
+  int data_ranks() const { return dims.dp; }
   // This rank's experts [first, second) of a model with `experts` experts.
   std::pair<std::int64_t, std::int64_t> local_experts(std::int64_t experts) const;
   // The global rank in rank 0's EP group that holds expert `e`.

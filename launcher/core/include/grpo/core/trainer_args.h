@@ -21,9 +21,12 @@ bool is_trainer_key(std::string_view key);
 // "key=value" settings for grpo-trainer from the plan's workload: data.train_batch_size,
 // actor_rollout_ref.rollout.n, actor_rollout_ref.actor.ppo_mini_batch_size,
 // actor_rollout_ref.actor.ppo_epochs, data.max_prompt_length, data.max_response_length,
-// actor_rollout_ref.actor.use_kl_loss. The micro batch is not among them: the supervisor passes
+// actor_rollout_ref.actor.use_kl_loss, and trainer.device (cuda on a GPU profile, cpu on a CPU
+// one). The micro batch is not among them: the supervisor passes
 // it (and halves it after an out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
+// Why the embedded trainer cannot run on `cluster`'s devices; empty when it can.
+std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster);
 
 // The value of the last `key=VALUE` of `key` among `trainer_sets` (grpo-trainer applies them in
 // order: the last one wins); nullopt when the key is not set.
@@ -44,14 +47,19 @@ std::string layout_key_for_trainer_key(std::string_view key);
 // the world (the supervisor may shrink it).
 std::vector<std::string> trainer_layout_settings(const Layout& layout);
 
-// Why the embedded trainer cannot run `dims` for `model` (one line), or empty when it can. It runs
-// data parallelism and expert parallelism (experts split evenly over EP, tokens exchanged inside
-// the EP group); tensor, pipeline, context and expert-tensor parallelism are not built yet.
-std::string embedded_trainer_unsupported(const ParallelDims& dims, const ModelSpec& model);
+// Why the embedded trainer cannot run `dims` (with sequence parallelism on or off) for `model`
+// (one line), or empty when it can. It runs data parallelism, expert parallelism (experts split
+// evenly over EP, tokens exchanged inside the EP group) and tensor parallelism of dense models
+// (heads, K/V heads, FFN width and vocabulary split Megatron's way: TP must divide the heads, the
+// K/V heads, the FFN width and the vocabulary; K/V replication is not built); pipeline, context,
+// sequence and expert-tensor parallelism are not built yet, nor TP for MoE models (Megatron-Core
+// needs sequence parallelism there).
+std::string embedded_trainer_unsupported(const ParallelDims& dims, bool sequence_parallel,
+                                         const ModelSpec& model);
 
-// What the planner searches when the embedded trainer will run the plan: TP, PP, CP and ETP are
-// fixed at 1 unless the user fixed them (a user's layout choice stays, and
-// embedded_trainer_unsupported then says why it cannot run). With `as_it_runs`, also the
+// What the planner searches when the embedded trainer will run the plan: PP, CP and ETP are
+// fixed at 1 and sequence parallelism off unless the user fixed them (a user's layout choice
+// stays, and embedded_trainer_unsupported then says why it cannot run). With `as_it_runs`, also the
 // distributed optimizer, offload and recompute off (the trainer has none of them), so the memory
 // estimate is the memory that runs; a plan that does not fit that way is made without it.
 void limit_to_embedded_trainer(LayoutConstraints& constraints, bool as_it_runs);

@@ -1,0 +1,69 @@
+// Tensor parallelism as Megatron-LM splits a decoder (Shoeybi et al. 2019, section 3; Megatron-Core
+// megatron/core/tensor_parallel/layers.py ColumnParallelLinear, RowParallelLinear and
+// VocabParallelEmbedding, mappings.py copy_to/reduce_from_tensor_model_parallel_region): q/k/v and
+// gate/up are split by output rows (heads, FFN columns), o and down by input columns, the
+// embedding and the LM head by vocabulary rows. docs/parallelism.md has the rules and volumes.
+//
+// The two collectives of every split block, differentiable: copy_to_tp before a column-parallel
+// layer (identity forward, all-reduce of the gradient backward) and reduce_from_tp after a
+// row-parallel one (all-reduce forward, identity backward). Every call is a collective of the TP
+// group, forward and backward; a failed collective throws CollectiveError (expert_parallel.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grpo/core/model_spec.h"
+#include "grpo/kernels/ops.h"
+#include "grpo/trainer/communicator.h"
+#include "grpo/trainer/torch_compat.h"
+
+namespace grpo::trainer {
+
+// This rank's place in its TP group. The default (size 1, no group) holds every parameter whole.
+struct TensorShard {
+  int rank = 0;
+  int size = 1;
+  Communicator* group = nullptr;  // the TP group; null when size == 1
+  bool active() const { return group != nullptr && size > 1; }
+};
+
+// The part of a full parameter one TP rank holds: `length` entries of dimension `dim` starting
+// at `offset`.
+struct TpSlice {
+  int dim = 0;
+  std::int64_t offset = 0;
+  std::int64_t length = 0;
+};
+
+// Which slice of the unsharded parameter `name` (a Hugging Face name, optionally behind a prefix
+// such as "exp_avg.") rank `rank` of a TP group of `size` holds; nullopt when every rank holds it
+// whole (norms, the router, experts, shared experts). core::embedded_trainer_unsupported says
+// which sizes split a model. K/V heads are split when there are at
+// least `size` of them, else each rank holds one, replicated (rank r holds head r / (size / kv)),
+// as Megatron-Core does when TP exceeds the query groups (the embedded trainer refuses that
+// layout: the reduction of the replicas' gradients is not built).
+std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
+                                int size);
+
+// Identity forward; the gradient is summed over the group (Megatron's f).
+at::Tensor copy_to_tp(const at::Tensor& x, const TensorShard& tp);
+// Summed over the group forward; the gradient passes unchanged (Megatron's g).
+at::Tensor reduce_from_tp(const at::Tensor& x, const TensorShard& tp);
+// Every rank's `x` concatenated along the last dimension, in group order. Not differentiable
+// (the rollout's logits for sampling).
+at::Tensor gather_last_dim(const at::Tensor& x, const TensorShard& tp);
+
+// Log-probs (and entropy) of `tokens` [N] under softmax(hidden [N, H] @ lm_head^T / temperature)
+// where this rank holds vocabulary rows [vocab_begin, vocab_begin + lm_head.size(0)) of the LM
+// head: the row maxima, exp-sums, target logits and p-weighted logits are reduced over the group,
+// so a rank holds N x V / TP logits, never N x V. Differentiable in hidden and lm_head; the
+// entropy too when entropy_grad.
+kernels::TokenLogProbs vocab_parallel_logprobs(const at::Tensor& hidden, const at::Tensor& lm_head,
+                                               const at::Tensor& tokens, double temperature,
+                                               bool with_entropy, bool entropy_grad,
+                                               std::int64_t vocab_begin, const TensorShard& tp);
+
+}  // namespace grpo::trainer

@@ -1,0 +1,133 @@
+#include "grpo/trainer/tensor_parallel.h"
+
+#include "collective_autograd.h"
+
+namespace grpo::trainer {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr const char* kWhat = "tensor-parallel";
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+at::Tensor all_reduced(const at::Tensor& x, Communicator& group) {
+  at::Tensor sum = x.contiguous().clone();
+  check_collective(group.allreduce_sum(sum), kWhat);
+  return sum;
+}
+
+struct CopyToTp : public torch::autograd::Function<CopyToTp> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* group) {
+    store_group(ctx, *group);
+    return x.clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {all_reduced(grads[0], stored_group(ctx)), at::Tensor()};
+  }
+};
+
+struct ReduceFromTp : public torch::autograd::Function<ReduceFromTp> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x, Communicator* group) {
+    return all_reduced(x, *group);
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], at::Tensor()};
+  }
+};
+
+bool differentiable(const at::Tensor& x) {
+  return x.requires_grad() && at::GradMode::is_enabled();
+}
+
+}  // namespace
+
+std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
+                                int size) {
+  if (size <= 1) return std::nullopt;
+  const std::int64_t hd = spec.head_dim;
+  const std::int64_t heads = spec.num_attention_heads / size;
+  if (ends_with(name, ".self_attn.q_proj.weight") || ends_with(name, ".self_attn.q_proj.bias")) {
+    return TpSlice{0, rank * heads * hd, heads * hd};
+  }
+  if (ends_with(name, ".self_attn.o_proj.weight")) return TpSlice{1, rank * heads * hd, heads * hd};
+  for (const char* kv_name : {".self_attn.k_proj.weight", ".self_attn.k_proj.bias",
+                              ".self_attn.v_proj.weight", ".self_attn.v_proj.bias"}) {
+    if (!ends_with(name, kv_name)) continue;
+    const std::int64_t kv = spec.num_kv_heads;
+    if (kv >= size) return TpSlice{0, rank * (kv / size) * hd, (kv / size) * hd};
+    return TpSlice{0, (rank / (size / kv)) * hd, hd};
+  }
+  const std::int64_t ffn = spec.ffn_hidden_size / size;
+  if (ends_with(name, ".mlp.gate_proj.weight") || ends_with(name, ".mlp.up_proj.weight")) {
+    return TpSlice{0, rank * ffn, ffn};
+  }
+  if (ends_with(name, ".mlp.down_proj.weight")) return TpSlice{1, rank * ffn, ffn};
+  if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) {
+    const std::int64_t v = spec.vocab_size / size;
+    return TpSlice{0, rank * v, v};
+  }
+  return std::nullopt;
+}
+
+at::Tensor copy_to_tp(const at::Tensor& x, const TensorShard& tp) {
+  if (!tp.active() || !differentiable(x)) return x;
+  return CopyToTp::apply(x, tp.group);
+}
+
+at::Tensor reduce_from_tp(const at::Tensor& x, const TensorShard& tp) {
+  if (!tp.active()) return x;
+  if (!differentiable(x)) return all_reduced(x, *tp.group);
+  return ReduceFromTp::apply(x, tp.group);
+}
+
+at::Tensor gather_last_dim(const at::Tensor& x, const TensorShard& tp) {
+  if (!tp.active()) return x;
+  const std::int64_t cols = x.size(-1);
+  const std::int64_t rows = x.numel() / std::max<std::int64_t>(cols, 1);
+  at::Tensor mine = x.detach().contiguous().reshape({1, rows * cols});
+  at::Tensor all = at::empty({tp.size, rows * cols}, x.options());
+  check_collective(tp.group->allgather(mine, all), kWhat);
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape.back() = cols * tp.size;
+  return all.view({tp.size, rows, cols}).permute({1, 0, 2}).reshape(shape);
+}
+
+kernels::TokenLogProbs vocab_parallel_logprobs(const at::Tensor& hidden, const at::Tensor& lm_head,
+                                               const at::Tensor& tokens, double temperature,
+                                               bool with_entropy, bool entropy_grad,
+                                               std::int64_t vocab_begin, const TensorShard& tp) {
+  at::Tensor logits = at::matmul(copy_to_tp(hidden, tp), lm_head.t());
+  if (logits.scalar_type() != at::kDouble) logits = logits.to(at::kFloat);
+  if (temperature != 1.0) logits = logits / temperature;
+  // Shifted by the group-wide row maximum (no gradient: the log-sum-exp does not depend on it).
+  at::Tensor row_max = logits.detach().amax(-1);
+  if (tp.active()) check_collective(tp.group->allreduce_max(row_max), kWhat);
+  at::Tensor z = logits - row_max.unsqueeze(-1);
+  at::Tensor log_sum = at::log(reduce_from_tp(at::exp(z).sum(-1), tp));
+  const std::int64_t local = lm_head.size(0);
+  at::Tensor here = (tokens >= vocab_begin) & (tokens < vocab_begin + local);
+  at::Tensor index = at::where(here, tokens - vocab_begin, at::zeros_like(tokens));
+  at::Tensor target = z.gather(-1, index.unsqueeze(-1)).squeeze(-1) * here.to(z.scalar_type());
+  kernels::TokenLogProbs out;
+  out.logprobs = reduce_from_tp(target, tp) - log_sum;
+  if (with_entropy) {
+    // H = -sum p log p = log_sum - sum p z, with p = exp(z - log_sum).
+    auto entropy = [&](const at::Tensor& zz, const at::Tensor& ls) {
+      at::Tensor weighted = (at::exp(zz - ls.unsqueeze(-1)) * zz).sum(-1);
+      return ls - reduce_from_tp(weighted, tp);
+    };
+    if (entropy_grad) {
+      out.entropy = entropy(z, log_sum);
+    } else {
+      torch::NoGradGuard no_grad;
+      out.entropy = entropy(z.detach(), log_sum.detach());
+    }
+  }
+  return out;
+}
+
+}  // namespace grpo::trainer
