@@ -23,6 +23,8 @@ struct PlanArgs {
   std::string format = "text";
   int alternatives = 3;
   bool dry_run = false;
+  std::string emit;    // plan --emit verl: write the plan as a verl launch script
+  std::string output;  // plan -o FILE: where the emitted script goes (default stdout)
 };
 
 struct CheckArgs {
