@@ -245,11 +245,16 @@ int main(int argc, char** argv) {
     grpo::cli::ReportArgs report_args;
     auto* report =
         app.add_subcommand("report", "Write a self-contained HTML report with the run's charts");
-    report->add_option("run", report_args.target, "Run directory or Slurm job id")
+    report
+        ->add_option("run", report_args.targets,
+                     "Run directory or Slurm job id; two to five of them: the runs overlaid "
+                     "(reward, loss, throughput, goodput)")
         ->required()
         ->type_name("RUN_DIR|JOB_ID");
     report
-        ->add_option("--output,-o", report_args.output, "Output file (default RUN_DIR/report.html)")
+        ->add_option("--output,-o", report_args.output,
+                     "Output file (default RUN_DIR/report.html; for several runs "
+                     "./compare-report.html)")
         ->type_name("FILE");
 
     std::string completion_shell = "bash";
