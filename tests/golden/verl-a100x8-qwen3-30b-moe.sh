@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# verl GRPO run of qwen3-30b-moe on a100x8, written by grpo-launch 0.0-test (plan --emit verl; docs/verl-emit.md).
+# verl GRPO run of qwen3-30b-moe on a100x8, written by grpo-launch VERSION (plan --emit verl; docs/verl-emit.md).
+# Made with: grpo-launch plan --profile a100x8 --model qwen3-30b-moe --emit verl
 # Check it before a run: grpo-launch check THIS_SCRIPT --profile a100x8
 # Extra Hydra overrides given to this script are passed on to verl (they come last).
 #

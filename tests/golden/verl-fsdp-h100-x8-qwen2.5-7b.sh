@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# verl GRPO run of qwen2.5-7b on h100-x8, written by grpo-launch 0.0-test (plan --emit verl; docs/verl-emit.md).
+# verl GRPO run of qwen2.5-7b on h100-x8, written by grpo-launch VERSION (plan --emit verl; docs/verl-emit.md).
+# Made with: grpo-launch plan --profile h100-x8 --model qwen2.5-7b --set backend=fsdp --emit verl
 # Check it before a run: grpo-launch check THIS_SCRIPT --profile h100-x8
 # Extra Hydra overrides given to this script are passed on to verl (they come last).
 #

@@ -55,10 +55,18 @@ Result<CheckReport> check_text(const std::string& text, const std::string& profi
   return check_script(script.value(), test::schema(), test::shipped(), options);
 }
 
+// The header as `grpo-launch plan ... --emit verl` writes it (the version as a placeholder, as in
+// the sbatch goldens).
 TEST(GoldenVerlScript, MegatronAndFsdp) {
-  test::expect_golden("verl-a100x8-qwen3-30b-moe.sh", emit(plan_for("a100x8", "qwen3-30b-moe")));
-  test::expect_golden("verl-fsdp-h100-x8-qwen2.5-7b.sh",
-                      emit(plan_for("h100-x8", "qwen2.5-7b", {"backend=fsdp"})));
+  auto golden = [](const std::string& name, const Plan& plan, const std::string& command) {
+    auto s = render_verl_script(plan, {"VERSION", command});
+    ASSERT_TRUE(s.ok()) << s.error().str();
+    test::expect_golden(name, s.value());
+  };
+  golden("verl-a100x8-qwen3-30b-moe.sh", plan_for("a100x8", "qwen3-30b-moe"),
+         "grpo-launch plan --profile a100x8 --model qwen3-30b-moe --emit verl");
+  golden("verl-fsdp-h100-x8-qwen2.5-7b.sh", plan_for("h100-x8", "qwen2.5-7b", {"backend=fsdp"}),
+         "grpo-launch plan --profile h100-x8 --model qwen2.5-7b --set backend=fsdp --emit verl");
 }
 
 // What the checker reads back must be what the plan chose. Every field is compared, so an

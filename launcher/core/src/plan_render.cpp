@@ -260,7 +260,8 @@ nlohmann::json dims_to_json(const ParallelDims& d) {
 
 nlohmann::json layout_to_json(const Layout& l) {
   nlohmann::json j = dims_to_json(l.dims);
-  j.update(nlohmann::json{{"micro_batch", l.micro_batch},
+  j.update(nlohmann::json{{"backend", l.fsdp ? "fsdp" : "megatron"},
+                          {"micro_batch", l.micro_batch},
                           {"rollout_tp", l.rollout_tp},
                           {"sequence_parallel", l.sequence_parallel},
                           {"recompute", std::string(to_string(l.recompute))},
