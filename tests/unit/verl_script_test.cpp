@@ -290,8 +290,9 @@ TEST(VerlScript, KeysAreVerl070Keys) {
   }
 }
 
-std::string run_bash(const std::string& command) {
-  const auto out = std::filesystem::temp_directory_path() / "verl-emit-bash.out";
+// Runs `command` with sh: "<exit status> <stdout and stderr>" (through a file in `dir`).
+std::string run_bash(const std::string& command, const std::filesystem::path& dir) {
+  const auto out = dir / "bash.out";
   const int rc = std::system((command + " >" + out.string() + " 2>&1").c_str());
   return std::to_string(rc) + " " + test::read_text(out);
 }
@@ -302,10 +303,10 @@ std::string run_bash(const std::string& command) {
 // $(...), backquotes and newlines (nothing is executed: no file appears).
 TEST(VerlScript, BashRunsItWithThePlansWordsAndEnvironment) {
   if (std::system("command -v bash >/dev/null 2>&1") != 0) GTEST_SKIP() << "no bash";
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("verl-emit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::remove_all(dir);
+  // A directory of its own: other checkouts may run this test at the same time.
+  std::string dir_template = (std::filesystem::temp_directory_path() / "verl-emit-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir_template.data()), nullptr);
+  const std::filesystem::path dir = dir_template;
   std::filesystem::create_directories(dir / "bin");
   {
     std::ofstream stub(dir / "bin" / "python3");
@@ -327,9 +328,10 @@ TEST(VerlScript, BashRunsItWithThePlansWordsAndEnvironment) {
   ASSERT_TRUE(script.ok()) << script.error().str();
   std::ofstream(dir / "run.sh") << script.value();
 
-  EXPECT_EQ(run_bash("bash -n " + (dir / "run.sh").string()), "0 ");
+  EXPECT_EQ(run_bash("bash -n " + (dir / "run.sh").string(), dir), "0 ");
   EXPECT_EQ(run_bash("env -i PATH=" + (dir / "bin").string() + ":/usr/bin:/bin HOME=/h OUT=" +
-                     dir.string() + " bash " + (dir / "run.sh").string() + " extra.key=1"),
+                         dir.string() + " bash " + (dir / "run.sh").string() + " extra.key=1",
+                     dir),
             "0 ");
   EXPECT_FALSE(std::filesystem::exists(dir / "pwned1"));
   EXPECT_FALSE(std::filesystem::exists(dir / "pwned2"));
