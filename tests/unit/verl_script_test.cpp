@@ -134,7 +134,7 @@ void expect_same_run(const Plan& plan, const CheckedRun& run, const std::string&
 // finds no error and no warning and reads back the plan's layout and batch sizes. Notes (info)
 // are allowed: none is expected today, and the test prints any it sees.
 TEST(VerlScript, RoundTripEveryShippedProfileAndModel) {
-  int emitted = 0, infeasible = 0, cpu = 0;
+  int emitted = 0, infeasible = 0, cpu = 0, alternatives = 0;
   for (const auto& cluster : test::shipped().names(CatalogKind::kCluster)) {
     for (const auto& model : test::shipped().names(CatalogKind::kModel)) {
       for (const bool fsdp : {false, true}) {
@@ -166,13 +166,28 @@ TEST(VerlScript, RoundTripEveryShippedProfileAndModel) {
         }
         EXPECT_TRUE(run.passes_args) << what;
         expect_same_run(plan, run, what);
+        // The runners-up too (other TP / PP / EP families), as if each had won.
+        for (std::size_t i = 0; i < plan.alternatives.size(); ++i) {
+          Plan alt = plan;
+          alt.best = plan.alternatives[i];
+          alt.env = build_env(alt.cluster, alt.best.layout);
+          const std::string alt_what = what + " alternative " + std::to_string(i + 2);
+          auto alt_report = check_text(emit(alt), cluster);
+          ASSERT_TRUE(alt_report.ok()) << alt_what << ": " << alt_report.error().str();
+          for (const auto& d : alt_report->runs.front().diagnostics) {
+            ADD_FAILURE() << alt_what << ": check says " << to_string(d.code) << " at "
+                          << d.where.str() << ": " << d.message;
+          }
+          expect_same_run(alt, alt_report->runs.front(), alt_what);
+          ++alternatives;
+        }
       }
     }
   }
   // 9 profiles x 17 models x 2 backends; local-cpu's plans are refused (CPU), the rest is
   // counted so that a change in feasibility is noticed.
-  std::cout << "[ round trip ] emitted " << emitted << ", infeasible " << infeasible << ", cpu "
-            << cpu << "\n";
+  std::cout << "[ round trip ] emitted " << emitted << " (and " << alternatives
+            << " runners-up), infeasible " << infeasible << ", cpu " << cpu << "\n";
   EXPECT_GT(emitted, 100);
 }
 
