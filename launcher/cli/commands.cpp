@@ -59,6 +59,13 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   std::vector<core::Override> profile_overrides;
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
   const core::LayoutConstraints given = request.constraints;
+  if (embedded_trainer && given.fsdp.value_or(false)) {
+    return core::make_error(core::ErrorKind::kInvalidValue,
+                            "--set backend=fsdp plans verl's FSDP strategy, which the embedded "
+                            "grpo-trainer does not run (it runs data and expert parallelism); use "
+                            "`grpo-launch plan --emit verl`, or run your own trainer with "
+                            "--trainer-cmd");
+  }
   if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints, true);
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));

@@ -139,6 +139,8 @@ expect 64 "emit: unknown engine" -- plan -p a100x8 -m qwen2.5-7b --emit deepspee
 expect 64 "-o without --emit" -- plan -p a100x8 -m qwen2.5-7b -o "$tmp/x.sh"
 expect 2 "bad backend" -- plan -p a100x8 -m qwen2.5-7b --set backend=deepspeed
 one_line_error "expected megatron or fsdp"
+expect 2 "FSDP for the embedded trainer" -- render -p local-cpu -m tiny-moe --set backend=fsdp
+one_line_error "the embedded grpo-trainer does not run"
 
 # Usage: exit 64.
 expect 64 "unknown option" -- plan --profile a100x8 --model qwen3-30b-moe --bogus
