@@ -7,7 +7,10 @@
 #include "grpo/core/catalog.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/planner.h"
+#include "grpo/core/shell_quote.h"
 #include "grpo/core/trainer_args.h"
+#include "grpo/core/verl_script.h"
+#include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 
 namespace grpo::cli {
@@ -56,6 +59,13 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   std::vector<core::Override> profile_overrides;
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
   const core::LayoutConstraints given = request.constraints;
+  if (embedded_trainer && given.fsdp.value_or(false)) {
+    return core::make_error(core::ErrorKind::kInvalidValue,
+                            "--set backend=fsdp plans verl's FSDP strategy, which the embedded "
+                            "grpo-trainer does not run (it runs data and expert parallelism); use "
+                            "`grpo-launch plan --emit verl`, or run your own trainer with "
+                            "--trainer-cmd");
+  }
   if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints, true);
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));
@@ -85,14 +95,72 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   return plan;
 }
 
+namespace {
+
+// The command line that asked for the plan, for the script's header: the profile, the model and
+// the --set values as given (shell-quoted).
+std::string plan_command(const PlanArgs& args) {
+  std::vector<std::string> words = {"grpo-launch", "plan",    "--profile",
+                                    args.profile,  "--model", args.model};
+  for (const auto& s : args.sets) {
+    words.push_back("--set");
+    words.push_back(s);
+  }
+  if (!args.engines.empty()) {
+    words.push_back("--engines");
+    words.push_back(args.engines);
+  }
+  words.push_back("--emit");
+  words.push_back(args.emit);
+  std::string line = core::shell_join(words);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';  // the header is one comment line
+  }
+  return line;
+}
+
+// plan --emit verl [-o FILE]: the script on stdout, or written atomically (0755) to FILE.
+int emit_verl(const core::Plan& plan, const PlanArgs& args) {
+  core::VerlScriptOptions options;
+  options.version = GRPO_VERSION;
+  options.command = plan_command(args);
+  auto script = core::render_verl_script(plan, options);
+  if (!script.ok()) {
+    print_error(script.error().str());
+    return exit_code_for(script.error());
+  }
+  if (args.output.empty() || args.output == "-") {
+    std::cout << script.value();
+    return kExitOk;
+  }
+  if (auto st = io::write_file_atomic(args.output, script.value(), 0755); !st.ok()) {
+    print_error(st.error().str());
+    return exit_code_for(st.error());
+  }
+  std::cerr << "grpo-launch: wrote " << args.output << " (check it with: grpo-launch check "
+            << core::shell_quote(args.output) << " --profile " << plan.cluster.name << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
   if (args.format != "text" && args.format != "json") {
     print_error("--format must be text or json, not '" + args.format + "'");
     return kExitUsage;
   }
+  if (!args.emit.empty() && args.emit != "verl") {
+    print_error("--emit must be verl, not '" + args.emit + "'");
+    return kExitUsage;
+  }
+  if (args.emit.empty() && !args.output.empty()) {
+    print_error("-o/--output needs --emit verl");
+    return kExitUsage;
+  }
   auto built = build_plan(global, args);
   if (!built.ok()) return input_error(built.error());
   const core::Plan& plan = built.value();
+  if (!args.emit.empty()) return emit_verl(plan, args);
   if (args.format == "json") {
     std::cout << core::plan_to_json(plan).dump(2) << "\n";
   } else {

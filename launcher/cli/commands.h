@@ -23,6 +23,8 @@ struct PlanArgs {
   std::string format = "text";
   int alternatives = 3;
   bool dry_run = false;
+  std::string emit;    // plan --emit verl: write the plan as a verl launch script
+  std::string output;  // plan -o FILE: where the emitted script goes (default stdout)
 };
 
 struct CheckArgs {
@@ -79,8 +81,8 @@ struct EventsArgs {
   std::string format = "text";
 };
 struct ReportArgs {
-  std::string target;
-  std::string output;  // default <run_dir>/report.html
+  std::vector<std::string> targets;  // one run; several (at most 5) are overlaid
+  std::string output;  // default <run_dir>/report.html; for several runs ./compare-report.html
 };
 
 int cmd_status(const GlobalArgs& global, const StatusArgs& args);

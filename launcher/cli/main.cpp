@@ -127,6 +127,17 @@ int main(int argc, char** argv) {
     PlanArgs plan_args;
     auto* plan = app.add_subcommand("plan", "Find a legal, fitting parallel layout and explain it");
     add_plan_options(plan, plan_args, true);
+    plan->add_option("--emit", plan_args.emit,
+                     "Write the plan as a launch script of that engine instead of the summary: "
+                     "verl (python3 -m verl.trainer.main_ppo with the plan's layout, batch sizes, "
+                     "offload, recompute, dtype, rollout and environment under verl's own keys; "
+                     "Megatron, or FSDP with --set backend=fsdp; docs/verl-emit.md)")
+        ->check(CLI::IsMember({"verl"}))
+        ->type_name("ENGINE");
+    plan->add_option("--output,-o", plan_args.output,
+                     "With --emit: write the script to FILE (atomically, mode 0755) instead of "
+                     "stdout")
+        ->type_name("FILE");
 
     grpo::cli::CheckArgs check_args;
     auto* check = app.add_subcommand(
@@ -234,11 +245,16 @@ int main(int argc, char** argv) {
     grpo::cli::ReportArgs report_args;
     auto* report =
         app.add_subcommand("report", "Write a self-contained HTML report with the run's charts");
-    report->add_option("run", report_args.target, "Run directory or Slurm job id")
+    report
+        ->add_option("run", report_args.targets,
+                     "Run directory or Slurm job id; two to five of them: the runs overlaid "
+                     "(reward, loss, throughput, goodput)")
         ->required()
         ->type_name("RUN_DIR|JOB_ID");
     report
-        ->add_option("--output,-o", report_args.output, "Output file (default RUN_DIR/report.html)")
+        ->add_option("--output,-o", report_args.output,
+                     "Output file (default RUN_DIR/report.html; for several runs "
+                     "./compare-report.html)")
         ->type_name("FILE");
 
     std::string completion_shell = "bash";

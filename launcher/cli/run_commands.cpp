@@ -270,8 +270,39 @@ int cmd_events(const GlobalArgs&, const EventsArgs& args) {
   }
 }
 
+// report RUN1 RUN2 ...: the runs overlaid in one page.
+int compare_runs(const ReportArgs& args) {
+  if (args.targets.size() > report::kMaxComparedRuns) {
+    print_error("report compares at most " + std::to_string(report::kMaxComparedRuns) +
+                " runs, not " + std::to_string(args.targets.size()));
+    return kExitUsage;
+  }
+  std::vector<report::RunEvents> runs;
+  for (const auto& target : args.targets) {
+    auto run = resolve_run(target);
+    if (!run.ok()) return fail(run.error(), kExitInput);
+    auto log = load_events(run.value());
+    if (!log.ok()) return fail(log.error(), kExitInput);
+    runs.push_back({fs::absolute(run.value()).lexically_normal().string(), log->events});
+  }
+  report::ReportOptions options;
+  options.title = std::to_string(runs.size()) + " runs compared";
+  options.generated = now_seconds();
+  const auto r = report::render_comparison(runs, options);
+  const fs::path out =
+      args.output.empty() ? fs::path("compare-report.html") : fs::path(args.output);
+  if (auto st = io::write_file_atomic(out, r.html, 0644); !st.ok())
+    return fail(st.error(), kExitCantCreate);
+  int with_data = 0;
+  for (const auto& c : r.charts) with_data += c.points > 0;
+  std::cout << out.string() << ": " << r.charts.size() << " charts (" << with_data
+            << " with data) comparing " << runs.size() << " runs\n";
+  return kExitOk;
+}
+
 int cmd_report(const GlobalArgs&, const ReportArgs& args) {
-  auto run = resolve_run(args.target);
+  if (args.targets.size() != 1) return compare_runs(args);
+  auto run = resolve_run(args.targets.front());
   if (!run.ok()) return fail(run.error(), kExitInput);
   auto log = load_events(run.value());
   if (!log.ok()) return fail(log.error(), kExitInput);

@@ -111,6 +111,37 @@ printf 'if [ -f x ]; then\n  python3 -m verl.trainer.main_ppo a=1\n' >"$tmp/uncl
 expect 2 "check: unclosed if" -- check "$tmp/unclosed.sh"
 one_line_error "unclosed.sh:1:1: \`if\` is never closed with \`fi\`"
 
+# plan --emit verl (docs/verl-emit.md): the script on stdout or written atomically with -o; check
+# reads it back without findings; errors are one line and leave no file behind.
+expect 0 "emit verl to stdout" -- plan -p a100x8 -m qwen3-30b-moe --emit verl
+cp "$tmp/out" "$tmp/stdout.sh"
+stdout_has "python3 -m verl.trainer.main_ppo"
+stdout_has "# Parallel Config Summary"
+expect 0 "emit verl -o" -- plan -p a100x8 -m qwen3-30b-moe --emit verl -o "$tmp/run.sh"
+cmp -s "$tmp/run.sh" "$tmp/stdout.sh" || { echo "FAIL: -o differs from stdout"; failures=$((failures + 1)); }
+[[ $(stat -c %a "$tmp/run.sh") == 755 ]] || { echo "FAIL: emitted script is not 0755"; failures=$((failures + 1)); }
+bash -n "$tmp/run.sh" || { echo "FAIL: bash -n of the emitted script"; failures=$((failures + 1)); }
+expect 0 "check of the emitted script" -- check "$tmp/run.sh" --profile a100x8
+stdout_has "no findings"
+stdout_has "model qwen3-30b-moe; 1 x 8 devices of a100x8; Megatron TP=1 PP=1 CP=1 DP=8 EP=8 ETP=1"
+expect 0 "emit verl, FSDP" -- plan -p h100-x8 -m qwen2.5-7b --set backend=fsdp --emit verl -o "$tmp/fsdp.sh"
+expect 0 "check of the emitted FSDP script" -- check "$tmp/fsdp.sh" --profile h100-x8
+stdout_has "no findings"
+stdout_has "8 x 8 devices of h100-x8; FSDP over 64 ranks"
+expect 1 "emit verl: infeasible plan" -- plan -p a100x8 -m qwen3-235b-moe --emit verl -o "$tmp/none.sh"
+one_line_error "no feasible plan for qwen3-235b-moe on a100x8"
+[[ ! -e $tmp/none.sh ]] || { echo "FAIL: a script was written for an infeasible plan"; failures=$((failures + 1)); }
+expect 2 "emit verl: CPU profile" -- plan -p local-cpu -m tiny-moe --emit verl
+one_line_error "verl runs on GPUs and Ascend NPUs only"
+expect 73 "emit verl: unwritable output" -- plan -p a100x8 -m qwen2.5-7b --emit verl -o "$tmp/no/such/dir/run.sh"
+one_line_error "no/such/dir"
+expect 64 "emit: unknown engine" -- plan -p a100x8 -m qwen2.5-7b --emit deepspeed
+expect 64 "-o without --emit" -- plan -p a100x8 -m qwen2.5-7b -o "$tmp/x.sh"
+expect 2 "bad backend" -- plan -p a100x8 -m qwen2.5-7b --set backend=deepspeed
+one_line_error "expected megatron or fsdp"
+expect 2 "FSDP for the embedded trainer" -- render -p local-cpu -m tiny-moe --set backend=fsdp
+one_line_error "the embedded grpo-trainer does not run"
+
 # Usage: exit 64.
 expect 64 "unknown option" -- plan --profile a100x8 --model qwen3-30b-moe --bogus
 expect 64 "missing model" -- plan --profile a100x8

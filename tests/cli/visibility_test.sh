@@ -29,6 +29,12 @@ check '[[ $rc -eq 0 ]] && grep -q run_finished "$tmp/f.txt"' "events --follow st
 
 "$bin" report "$tmp/run" -o "$tmp/r.html" >/dev/null; rc=$?
 check '[[ $rc -eq 0 && -s $tmp/r.html ]]' "report writes the file"
+out=$(cd "$tmp" && "$bin" report run run); rc=$?
+check '[[ $rc -eq 0 && -s $tmp/compare-report.html ]] && grep -q "4 charts (4 with data) comparing 2 runs" <<<"$out"' "report RUN RUN overlays them (rc $rc)"
+"$bin" report "$tmp/run" "$tmp/run" "$tmp/run" "$tmp/run" "$tmp/run" "$tmp/run" -o "$tmp/six.html" 2>"$tmp/six.err"; rc=$?
+check '[[ $rc -eq 64 && ! -e $tmp/six.html ]] && grep -q "at most 5 runs" "$tmp/six.err"' "report of six runs is a usage error (rc $rc)"
+"$bin" report "$tmp/run" "$tmp/nope" -o "$tmp/nope.html" 2>/dev/null; rc=$?
+check '[[ $rc -eq 2 && ! -e $tmp/nope.html ]]' "report with a missing run exits 2 (rc $rc)"
 
 # A run that is still going: events appended while --follow runs are printed.
 mkdir "$tmp/live"; head -n 20 "$tmp/run/events.jsonl" >"$tmp/live/events.jsonl"

@@ -83,5 +83,31 @@ TEST(Docs, ReadmePlanExcerptIsTheGoldenSummary) {
   EXPECT_GE(checked, 8);
 }
 
+// docs/verl-emit.md's example is the golden emitted script with lines left out ("..."): every
+// other line is a line of tests/golden/verl-a100x8-qwen3-30b-moe.sh, in the same order.
+TEST(Docs, VerlEmitExampleIsTheGoldenScript) {
+  const std::string doc = test::read_text(test::source_dir() / "docs/verl-emit.md");
+  const std::string golden =
+      test::read_text(test::source_dir() / "tests/golden/verl-a100x8-qwen3-30b-moe.sh");
+  const std::string command =
+      "$ grpo-launch plan --profile a100x8 --model qwen3-30b-moe --emit verl\n";
+  const auto start = doc.find(command);
+  ASSERT_NE(start, std::string::npos) << "docs/verl-emit.md lost its example";
+  const auto end = doc.find("```", start);
+  ASSERT_NE(end, std::string::npos);
+  std::istringstream excerpt(doc.substr(start + command.size(), end - start - command.size()));
+  std::size_t at = 0;
+  int checked = 0;
+  for (std::string line; std::getline(excerpt, line);) {
+    if (line == "..." || line.empty()) continue;
+    const auto found = golden.find(line + "\n", at);
+    ASSERT_NE(found, std::string::npos) << "example line not in the golden (in order): " << line;
+    EXPECT_TRUE(found == 0 || golden[found - 1] == '\n') << line;
+    at = found + line.size();
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
+}
+
 }  // namespace
 }  // namespace grpo::core

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "grpo/report/report.h"
@@ -55,6 +56,44 @@ TEST(Report, RedoneStepsReplaceLostOnes) {
   const Report r = render_report(sample(), {"x", 0});
   EXPECT_EQ(r.charts[1].id, "chart-loss");
   EXPECT_EQ(r.charts[1].points, 30);
+}
+
+// report RUN1 RUN2: a second run made from the sample (rewards halved, every time stretched 2x):
+// each chart has one series per run, with the points counted here from the raw JSONL by hand
+// (rank 0's distinct steps; goodput: every rank-0 step event, redone steps included).
+TEST(Report, ComparisonOverlaysOneSeriesPerRun) {
+  const auto a = sample();
+  std::vector<nlohmann::json> b = a;
+  for (auto& e : b) {
+    if (e.contains("time")) e["time"] = 1764440000.0 + 2 * (e["time"].get<double>() - 1764440000.0);
+    if (e.contains("reward_mean")) e["reward_mean"] = e["reward_mean"].get<double>() / 2;
+  }
+  std::set<std::int64_t> distinct;
+  std::size_t rank0_events = 0;
+  std::istringstream raw(
+      test::read_text(test::source_dir() / "tests/report/sample-run/events.jsonl"));
+  for (std::string line; std::getline(raw, line);) {
+    const auto e = nlohmann::json::parse(line);
+    if (e["type"] != "step" || e.value("rank", 0) != 0) continue;
+    distinct.insert(e["step"].get<std::int64_t>());
+    ++rank0_events;
+  }
+  ASSERT_EQ(distinct.size(), 30u);
+  ASSERT_EQ(rank0_events, 32u);  // steps 11 and 12 ran twice (the restart)
+  const Report r = render_comparison({{"runs/a", a}, {"runs/<b>", b}}, {"2 runs", 0});
+  ASSERT_EQ(r.charts.size(), 4u);
+  const std::vector<std::string> ids = {"chart-reward", "chart-loss", "chart-throughput",
+                                        "chart-goodput"};
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(r.charts[i].id, ids[i]);
+    EXPECT_EQ(r.charts[i].points, static_cast<int>(2 * (i == 3 ? rank0_events : distinct.size())))
+        << ids[i];
+  }
+  EXPECT_NE(r.html.find("data-name=\"run 1\""), std::string::npos);
+  EXPECT_NE(r.html.find("data-name=\"run 2\""), std::string::npos);
+  EXPECT_NE(r.html.find("runs/&lt;b&gt;"), std::string::npos);  // escaped
+  EXPECT_NE(r.html.find("restarts 1"), std::string::npos);
+  EXPECT_EQ(r.html.find("<script"), std::string::npos);
 }
 
 }  // namespace

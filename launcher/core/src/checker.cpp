@@ -422,6 +422,7 @@ class RunChecker {
     w.dtype = fp16 ? Dtype::kFp16 : Dtype::kBf16;
     read_memory_settings(w);
     cluster_.grpo = w;
+    run_.workload = w;
 
     Layout& l = run_.layout;
     const int world = cluster_.world_size();

@@ -36,7 +36,8 @@ EnvContract build_env(const ClusterProfile& c, const Layout& l) {
   };
 
   job["OMP_NUM_THREADS"] = std::to_string(cores_per_rank);
-  const bool megatron_tp = l.dims.tp > 1 || l.dims.cp > 1;
+  // Megatron-Core's TP / CP (FSDP's Ulysses size rides in CP but needs no ordered queue).
+  const bool megatron_tp = !l.fsdp && (l.dims.tp > 1 || l.dims.cp > 1);
   const bool multi_node = c.nodes > 1;
   switch (c.device.vendor) {
     case DeviceVendor::kNvidia: {

@@ -225,7 +225,7 @@ bool LayoutConstraints::any() const {
   return tp || pp || cp || dp || ep || etp || micro_batch || rollout_tp || ref_tp ||
          first_stage_layers || last_stage_layers || param_offload || grad_offload ||
          optimizer_offload || cpu_optimizer || sequence_parallel || distributed_optimizer ||
-         recompute;
+         recompute || fsdp;
 }
 
 const std::vector<std::string>& layout_keys() {
@@ -246,7 +246,8 @@ const std::vector<std::string>& layout_keys() {
                                                 "cpu_optimizer",
                                                 "sequence_parallel",
                                                 "distributed_optimizer",
-                                                "recompute"};
+                                                "recompute",
+                                                "backend"};
   return keys;
 }
 
@@ -287,6 +288,14 @@ Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::str
   if (key == "cpu_optimizer") return set_bool(c.cpu_optimizer);
   if (key == "sequence_parallel") return set_bool(c.sequence_parallel);
   if (key == "distributed_optimizer") return set_bool(c.distributed_optimizer);
+  if (key == "backend") {
+    if (value == "megatron" || value == "fsdp") {
+      c.fsdp = value == "fsdp";
+      return ok_status();
+    }
+    return make_error(ErrorKind::kInvalidValue,
+                      "--set backend=" + std::string(value) + ": expected megatron or fsdp");
+  }
   if (key == "recompute") {
     if (value == "none" || value == "full") {
       c.recompute = value == "full" ? Recompute::kFull : Recompute::kNone;

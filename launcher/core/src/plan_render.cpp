@@ -138,7 +138,8 @@ std::string render_summary(const Plan& plan) {
     const Candidate& b = plan.best;
     const Layout& l = b.layout;
     const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / l.dims.dp;
-    out += pad("Actor (Megatron-Core)", 25) + dims_line(l, m) + "\n";
+    out += pad(l.fsdp ? "Actor (FSDP)" : "Actor (Megatron-Core)", 25) + dims_line(l, m) +
+           (l.fsdp ? "  (every state sharded over all ranks)" : "") + "\n";
     if (l.dims.pp > 1) {
       const auto stages = stage_layers(m, l);
       out += pad("  pipeline stages", 25) + std::to_string(stages.size()) + " stages: first " +
@@ -153,7 +154,9 @@ std::string render_summary(const Plan& plan) {
     out += pad("  sequence parallel", 25) + (l.sequence_parallel ? "on" : "off") + "\n";
     out += pad("  recompute", 25) + std::string(to_string(l.recompute)) + "\n";
     out += pad("  offload", 25) + to_string(l.offload) + "\n";
-    out += pad("  distributed optimizer", 25) + (l.distributed_optimizer ? "on" : "off") + "\n";
+    if (!l.fsdp) {
+      out += pad("  distributed optimizer", 25) + (l.distributed_optimizer ? "on" : "off") + "\n";
+    }
     out += pad("Reference", 25) +
            (w.use_kl_loss ? "same layout as the actor, forward only"
                           : "not used (use_kl_loss = false)") +
@@ -257,7 +260,8 @@ nlohmann::json dims_to_json(const ParallelDims& d) {
 
 nlohmann::json layout_to_json(const Layout& l) {
   nlohmann::json j = dims_to_json(l.dims);
-  j.update(nlohmann::json{{"micro_batch", l.micro_batch},
+  j.update(nlohmann::json{{"backend", l.fsdp ? "fsdp" : "megatron"},
+                          {"micro_batch", l.micro_batch},
                           {"rollout_tp", l.rollout_tp},
                           {"sequence_parallel", l.sequence_parallel},
                           {"recompute", std::string(to_string(l.recompute))},

@@ -293,15 +293,46 @@ Plan make_plan(const PlanRequest& req) {
   }
 
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
-  const std::vector<int> tps = fixed_or(k.tp, divisors(gpn, gpn));
+  //    FSDP (--set backend=fsdp) has one shape: every state sharded over all ranks, CP the
+  //    Ulysses size (1 unless fixed); Megatron-only settings fixed with it are refused.
+  const bool fsdp = k.fsdp.value_or(false);
+  if (fsdp) {
+    std::string megatron_only;
+    for (const auto& [name, v] :
+         {std::pair{"tp", k.tp}, {"pp", k.pp}, {"ep", k.ep}, {"etp", k.etp}}) {
+      if (v && *v != 1) megatron_only += (megatron_only.empty() ? "" : ", ") + std::string(name);
+    }
+    if (k.cpu_optimizer.value_or(false))
+      megatron_only += megatron_only.empty() ? "cpu_optimizer" : ", cpu_optimizer";
+    if (!megatron_only.empty()) {
+      plan.diagnostics.push_back(make_diag(DiagCode::kInvalidSetting, "backend",
+                                           "backend=fsdp shards every state over all ranks; " +
+                                               megatron_only + " are Megatron-Core settings",
+                                           "drop them, or plan with the Megatron backend"));
+      plan.diagnostics.push_back(
+          make_diag(DiagCode::kNoFeasiblePlan, "layout",
+                    "no legal layout for " + m.name + " on " + c.name + " with the fixed settings",
+                    "fix the errors above"));
+      return plan;
+    }
+  }
+  const std::vector<int> tps = fsdp ? std::vector<int>{1} : fixed_or(k.tp, divisors(gpn, gpn));
   const std::vector<int> pps =
-      fixed_or(k.pp, divisors(world, std::min<std::int64_t>(m.num_layers, 128)));
+      fsdp ? std::vector<int>{1}
+           : fixed_or(k.pp, divisors(world, std::min<std::int64_t>(m.num_layers, 128)));
   const std::vector<int> cps = fixed_or(k.cp, std::vector<int>{1});
-  const std::vector<int> eps = fixed_or(
-      k.ep, m.is_moe() ? divisors(m.num_experts, std::min<std::int64_t>(m.num_experts, world))
-                       : std::vector<int>{1});
+  const std::vector<int> eps =
+      fsdp ? std::vector<int>{1}
+           : fixed_or(k.ep, m.is_moe() ? divisors(m.num_experts,
+                                                  std::min<std::int64_t>(m.num_experts, world))
+                                       : std::vector<int>{1});
   const std::vector<int> mbs = fixed_or(k.micro_batch, std::vector<int>{1, 2, 4, 8, 16});
-  const std::vector<Offload> offloads = offload_ladder(k);
+  std::vector<Offload> offloads = offload_ladder(k);
+  if (fsdp) {
+    // verl's FSDP worker offloads parameters and optimizer states (fsdp_config.param_offload,
+    // optimizer_offload); Megatron-Core's CPU optimizer does not exist there.
+    std::erase_if(offloads, [](const Offload& o) { return o.cpu_optimizer; });
+  }
   const std::vector<Recompute> recomputes =
       fixed_or(k.recompute, std::vector<Recompute>{Recompute::kNone, Recompute::kFull});
 
@@ -311,12 +342,13 @@ Plan make_plan(const PlanRequest& req) {
         for (int ep : eps) {
           std::vector<int> etps = {1};
           if (m.is_moe() && tp > 1 && m.moe_ffn_hidden_size % tp == 0) etps.push_back(tp);
-          for (int etp : fixed_or(k.etp, etps)) {
+          for (int etp : fsdp ? std::vector<int>{1} : fixed_or(k.etp, etps)) {
             Layout base;
             base.dims = ParallelDims{tp, pp, cp, 1, ep, etp};
             base.dims.dp = k.dp.value_or(world % (tp * pp * cp) == 0 ? world / (tp * pp * cp) : 1);
-            base.sequence_parallel = k.sequence_parallel.value_or(tp > 1);
-            base.distributed_optimizer = k.distributed_optimizer.value_or(true);
+            base.fsdp = fsdp;
+            base.sequence_parallel = !fsdp && k.sequence_parallel.value_or(tp > 1);
+            base.distributed_optimizer = !fsdp && k.distributed_optimizer.value_or(true);
             base.ref_tp = k.ref_tp.value_or(0);
             base.rollout_tp = rollout_tp;
             base.first_stage_layers = k.first_stage_layers.value_or(0);

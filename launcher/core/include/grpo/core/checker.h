@@ -16,6 +16,7 @@
 #include "grpo/core/layout.h"
 #include "grpo/core/memory.h"
 #include "grpo/core/shell_script.h"
+#include "grpo/core/workload.h"
 
 namespace grpo::core {
 
@@ -44,6 +45,7 @@ struct CheckedRun {
   int nodes = 0;
   int gpus_per_node = 0;
   Layout layout;
+  WorkloadSpec workload;  // batch sizes and settings as read (verl's defaults where absent)
   std::optional<MemoryEstimate> memory;
   std::size_t overrides = 0;  // how many Hydra overrides were read
   bool passes_args = false;   // the command forwards "$@"

@@ -72,6 +72,10 @@ struct LayoutConstraints {
   std::optional<bool> param_offload, grad_offload, optimizer_offload, cpu_optimizer;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<Recompute> recompute;
+  // --set backend=fsdp: verl's FSDP strategy (ZeRO-3 over every rank) instead of Megatron-Core;
+  // the planner then searches micro batch, parameter / optimizer offload and gradient
+  // checkpointing only (TP = PP = EP = ETP = 1).
+  std::optional<bool> fsdp;
   bool any() const;
 };
 

@@ -36,4 +36,16 @@ struct Report {
 // failures and restarts. A chart without data says so inside its frame (and has points = 0).
 Report render_report(const std::vector<nlohmann::json>& events, const ReportOptions& options);
 
+// `grpo-launch report RUN1 RUN2 ...`: several runs overlaid, one colour per run ("run 1" is the
+// first; the header maps each to its directory, model, profile, state, step, restarts and
+// effective share of time). Charts (same layout contract): reward, loss, throughput (rank 0's
+// tokens/s) per step, and goodput: the step reached over the wall-clock seconds since the run
+// started, where a restart shows as the line stepping back to the resumed step.
+inline constexpr std::size_t kMaxComparedRuns = 5;
+struct RunEvents {
+  std::string name;  // shown in the header (the run directory)
+  std::vector<nlohmann::json> events;
+};
+Report render_comparison(const std::vector<RunEvents>& runs, const ReportOptions& options);
+
 }  // namespace grpo::report
