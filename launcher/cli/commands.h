@@ -40,14 +40,15 @@ struct CheckArgs {
 // The supervisor's settings given to run / submit; they travel in <run_dir>/supervisor.json
 // (docs/supervisor.md).
 struct SupervisorFlags {
-  int max_restarts = 5;            // --max-restarts
-  double backoff_s = 1;            // --backoff
-  double backoff_max_s = 60;       // --backoff-max
-  int no_progress_restarts = 3;    // --no-progress-restarts
-  double hang_timeout_s = 0;       // --hang-timeout (0: derived from step times)
-  double startup_timeout_s = 300;  // --startup-timeout
-  double stop_grace_s = 5;         // --stop-grace
-  int min_nodes = 0;               // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
+  int max_restarts = 5;                     // --max-restarts
+  double backoff_s = 1;                     // --backoff
+  double backoff_max_s = 60;                // --backoff-max
+  int no_progress_restarts = 3;             // --no-progress-restarts
+  double hang_timeout_s = 0;                // --hang-timeout (0: derived from step times)
+  double startup_timeout_s = 300;           // --startup-timeout
+  std::vector<std::string> phase_timeouts;  // --phase-timeout PHASE=SECONDS (repeatable)
+  double stop_grace_s = 5;                  // --stop-grace
+  int min_nodes = 0;  // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
 };
 
 // render / submit / run / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).

@@ -10,6 +10,7 @@
 #include "cli_docs.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/supervise/phase_timeouts.h"
 
 namespace {
 
@@ -80,8 +81,19 @@ void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
       ->check(CLI::Range(0.1, 86400.0))
       ->group(group);
   app->add_option("--startup-timeout", f.startup_timeout_s,
-                  "Seconds a rank may take to its first heartbeat")
+                  "Least seconds a rank may take to its first step of an attempt")
       ->check(CLI::Range(1.0, 86400.0))
+      ->group(group);
+  app->add_option("--phase-timeout", f.phase_timeouts,
+                  "Fix the hang timeout of one phase instead of calibrating it (repeatable; "
+                  "startup, rollout, update, validation, checkpoint, between), e.g. rollout=600")
+      ->type_name("PHASE=SECONDS")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            auto p = grpo::supervise::parse_phase_timeout(v);
+            return p.ok() ? std::string() : p.error().message;
+          },
+          ""))
       ->group(group);
   app->add_option("--stop-grace", f.stop_grace_s, "Seconds between SIGTERM and SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))

@@ -135,8 +135,12 @@ TEST(SupervisorLoop, HealthyRunForwardsTelemetryAndSucceeds) {
   Harness h("healthy");
   h.push(Harness::attempt());
   EXPECT_EQ(h.run(), kExitSucceeded);
-  EXPECT_EQ(h.own_types(), (std::vector<std::string>{"run_started", "attempt_started", "state",
-                                                     "attempt_ended", "state", "run_finished"}));
+  // timeouts_calibrated: start-up at the first event (one sample is enough), then between (from
+  // step 3, after the 2 warm-up steps) and checkpoint (the silences around step 5's write).
+  EXPECT_EQ(h.own_types(),
+            (std::vector<std::string>{"run_started", "attempt_started", "timeouts_calibrated",
+                                      "state", "timeouts_calibrated", "timeouts_calibrated",
+                                      "attempt_ended", "state", "run_finished"}));
   EXPECT_EQ(h.states(), (std::vector<std::string>{"healthy", "succeeded"}));
   // Every rank's step events, with source, attempt and rank; no heartbeats.
   const auto steps = h.of("step");

@@ -144,6 +144,8 @@ class Supervisor {
   core::Result<Ending> watch(Attempt& a);
   core::Status handle_output(Attempt& a, const RankOutput& out);
   core::Status stop_attempt(Attempt& a, bool graceful);
+  // A `timeouts_calibrated` event when the calibrated phase limits changed (phase_timeouts.h).
+  core::Status record_calibration(const Attempt& a);
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
@@ -161,6 +163,7 @@ class Supervisor {
   EventLogWriter writer_;
   RunSummary summary_;
   RunTimings timings_;
+  std::map<PhaseClass, double> recorded_timeouts_;  // the newest timeouts_calibrated's limits
   int micro_batch_ = 0;
   bool offload_ = false;
   std::vector<std::string> excluded_;
