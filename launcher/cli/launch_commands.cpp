@@ -233,6 +233,8 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
       c.hang.phases.fixed[p->first] = p->second;
   }
   c.stop_grace_s = f.stop_grace_s;
+  c.health_check = f.health_check;
+  c.health_gpus = plan.cluster.device.vendor == core::DeviceVendor::kNvidia;
   if (embedded) {
     // The supervisor passes the micro batch after every other --set (OOM remediation changes
     // it), so it starts from the user's --set of the key when there is one: the user's setting

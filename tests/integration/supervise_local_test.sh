@@ -9,6 +9,7 @@
 #         hang        rank 1 stops itself with SIGSTOP at step 5: detected within --hang-timeout + 1 s
 #         phase       rank 1 hangs in the update phase of step 7 (fault hang): detected by the
 #                     update limit calibrated from steps 3-6, reported with its phase
+#         health      --health-check that exits 1: exit 84 before any attempt, one clear line
 #         oom         OOM_ERROR at step 5: micro batch halved, then training completes
 #         torn        crash while writing the checkpoint of step 6: resumes from step 4
 #         budget      a crash on every attempt: --max-restarts 2 used up, exit 80
@@ -119,6 +120,21 @@ PY
     "$launch" status "$run" >"$TEST_TMP/status.txt" || fail "grpo-launch status"
     grep -q "attempt 1: hang in update" "$TEST_TMP/status.txt" || fail "status: $(cat "$TEST_TMP/status.txt")"
     grep -q "^timeouts .*update" "$TEST_TMP/status.txt" || fail "status: no timeouts line"
+    ;;
+  health)
+    rc=0
+    "$launch" "${base[@]}" --health-check 'sh -c "echo no scratch >&2; exit 1"' \
+      >"$TEST_TMP/out" 2>"$TEST_TMP/err" || rc=$?
+    ((rc == 84)) || { show; fail "exit $rc, want 84 (node unhealthy, none to replace it)"; }
+    grep -q 'giving up: node localhost is unhealthy (command: --health-check failed: sh: exit 1 (no scratch)); there is no other node to run on (exit 84)' \
+      "$TEST_TMP/err" || { show; fail "no clear line on stderr"; }
+    events_of "$run" node_unhealthy | grep -q '"check":"command"' || fail "no node_unhealthy event"
+    [[ -z "$(events_of "$run" attempt_started)" ]] || fail "an attempt started"
+    [[ ! -e "$run/logs/attempt-1" ]] || fail "a rank was started"
+    # A healthy command: the run trains as usual (the check runs before every attempt).
+    "$launch" "${base[@]/$run/$run-ok}" --health-check true >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run with a healthy --health-check failed"; }
+    "${check[@]}" "$run-ok" --sha "$(reference_sha)" --summary || fail "healthy run"
     ;;
   oom)
     "$launch" "${base[@]}" --fault 'oom@step=7,phase=update' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||

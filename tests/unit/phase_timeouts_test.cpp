@@ -237,7 +237,8 @@ struct Loop {
   }
   ~Loop() { fs::remove_all(dir); }
   int run() {
-    SupervisorDeps deps{runner, clock, signals, job, status, [] { return std::int64_t{-1}; }};
+    SupervisorDeps deps{runner, clock, signals, job, status, [] { return std::int64_t{-1}; },
+                        nullptr};
     auto opened = Supervisor::open(opts, deps);
     EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
     if (!opened.ok()) return -1;

@@ -89,10 +89,16 @@ struct Harness {
 
   int run() {
     Supervisor* self = nullptr;
-    SupervisorDeps deps{runner, clock, signals, job, status, [&self] {
+    SupervisorDeps deps{runner,
+                        clock,
+                        signals,
+                        job,
+                        status,
+                        [&self] {
                           return self != nullptr ? self->summary().latest_checkpoint_step
                                                  : std::int64_t{-1};
-                        }};
+                        },
+                        nullptr};
     auto opened = Supervisor::open(opts, deps);
     EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
     if (!opened.ok()) return -1;

@@ -71,6 +71,8 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["stop_grace_s"] = c.stop_grace_s;
   j["checkpoint_timeout_s"] = c.checkpoint_timeout_s;
   j["end_margin_s"] = c.end_margin_s;
+  j["health_check"] = c.health_check;
+  j["health_gpus"] = c.health_gpus;
   return j;
 }
 
@@ -141,6 +143,8 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.stop_grace_s = j.value("stop_grace_s", c.stop_grace_s);
     c.checkpoint_timeout_s = j.value("checkpoint_timeout_s", c.checkpoint_timeout_s);
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
+    c.health_check = j.value("health_check", c.health_check);
+    c.health_gpus = j.value("health_gpus", c.health_gpus);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -863,13 +867,19 @@ core::Result<int> Supervisor::run() {
       }
     }
     const int nodes = std::max(1, usable_nodes(available));
-    Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
-    a.last_node_check = a.start;
-    std::vector<std::string>& hosts = a.hosts;
+    std::vector<std::string> hosts;
     for (const auto& n : alloc) {
       if (static_cast<int>(hosts.size()) == nodes) break;
       if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);
     }
+    if (d_.health) {
+      GRPO_TRY(const auto verdict, check_nodes(number, hosts));
+      if (const int* code = std::get_if<int>(&verdict)) return *code;
+      if (std::get<bool>(verdict)) continue;  // nodes excluded: pick (and check) nodes again
+    }
+    Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
+    a.last_node_check = a.start;
+    a.hosts = hosts;
     GRPO_TRY_STATUS(record(ev::kAttemptStarted,
                            {{"attempt", number},
                             {"world_size", a.spec.world_size()},

@@ -32,6 +32,7 @@ inline constexpr const char* kRemediation = "remediation";   // what changed aft
 inline constexpr const char* kWarning = "warning";           // thresholds crossed
 inline constexpr const char* kRunFinished = "run_finished";  // state, exit_code
 inline constexpr const char* kTimeoutsCalibrated = "timeouts_calibrated";  // phase limits learned
+inline constexpr const char* kNodeUnhealthy = "node_unhealthy";            // node, check, detail
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
 inline constexpr const char* kStep = "step";
