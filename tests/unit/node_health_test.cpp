@@ -248,6 +248,12 @@ TEST(NodeHealthLoop, UnderSlurmAnUnhealthyNodeIsExcludedAndAnotherOneChecked) {
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0]["node"], "n2");
   EXPECT_EQ(bad[0]["excluded"], true);
+  // `status` (the replayed summary) lists it among the excluded nodes.
+  auto log = read_event_log(l.dir / "events.jsonl");
+  ASSERT_TRUE(log.ok());
+  auto summary = replay(log->events);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->excluded, (std::vector<std::string>{"n2"}));
 }
 
 TEST(NodeHealthLoop, TooFewHealthyNodesLeftEndsWith84) {

@@ -98,6 +98,14 @@ core::Status apply_event(RunSummary& s, const json& e) {
         s.excluded.push_back(n);
     }
     s.last_notable = kind + ": " + field_or<std::string>(e, "reason", "");
+  } else if (type == ev::kNodeUnhealthy) {
+    // Excluded like a lost node (docs/supervisor.md, "Node health").
+    const std::string node = field_or<std::string>(e, "node", "");
+    if (field_or<bool>(e, "excluded", false) && !node.empty() &&
+        std::find(s.excluded.begin(), s.excluded.end(), node) == s.excluded.end()) {
+      s.excluded.push_back(node);
+    }
+    s.last_notable = "node " + node + " unhealthy: " + field_or<std::string>(e, "detail", "");
   } else if (type == ev::kTimeoutsCalibrated) {
     s.phase_timeouts.clear();
     if (e.contains("limits") && e["limits"].is_object()) {
