@@ -2,6 +2,7 @@
 // returns an exit code (exit_codes.h). main.cpp only wires CLI11 to these.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,16 @@ struct CheckArgs {
 // The supervisor's settings given to run / submit; they travel in <run_dir>/supervisor.json
 // (docs/supervisor.md).
 struct SupervisorFlags {
-  int max_restarts = 5;            // --max-restarts
-  double backoff_s = 1;            // --backoff
-  double backoff_max_s = 60;       // --backoff-max
-  int no_progress_restarts = 3;    // --no-progress-restarts
-  double hang_timeout_s = 0;       // --hang-timeout (0: derived from step times)
-  double startup_timeout_s = 300;  // --startup-timeout
-  double stop_grace_s = 5;         // --stop-grace
-  int min_nodes = 0;               // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
+  int max_restarts = 5;                     // --max-restarts
+  double backoff_s = 1;                     // --backoff
+  double backoff_max_s = 60;                // --backoff-max
+  int no_progress_restarts = 3;             // --no-progress-restarts
+  double hang_timeout_s = 0;                // --hang-timeout (0: derived from step times)
+  double startup_timeout_s = 300;           // --startup-timeout
+  std::vector<std::string> phase_timeouts;  // --phase-timeout PHASE=SECONDS (repeatable)
+  std::string health_check;                 // --health-check CMD (shell syntax, no shell)
+  double stop_grace_s = 5;                  // --stop-grace
+  int min_nodes = 0;  // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
 };
 
 // render / submit / run / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).
@@ -68,6 +71,14 @@ struct SuperviseArgs {
   std::string run_dir;
   std::string srun = "srun";  // --srun (a path, or a name looked up in PATH)
   bool local = false;         // --local: run the ranks here even inside a Slurm job
+};
+
+// `grpo-launch health-check` (internal: the supervisor's health step runs it on every node).
+struct HealthCheckArgs {
+  std::string run_dir;
+  std::uint64_t min_free_bytes = 0;
+  bool gpus = false;
+  std::string command;  // --command: the run's --health-check
 };
 
 struct StatusArgs {
@@ -98,6 +109,8 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& args);
 // Supervises a run directory until training finishes (supervise_commands.cpp): inside a Slurm
 // job through srun job steps, elsewhere with local ranks. Exit codes in docs/exit-codes.md.
 int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args);
+// Checks this node (node_health.h) and prints its answer lines; exit 0 healthy, 1 unhealthy.
+int cmd_health_check(const HealthCheckArgs& args);
 // Plans, writes the run directory (or continues an existing one) and supervises it locally.
 int cmd_run(const GlobalArgs& global, const LaunchArgs& args);
 int cmd_check(const GlobalArgs& global, const CheckArgs& args);

@@ -233,7 +233,13 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
   c.budget.no_progress_restarts = f.no_progress_restarts;
   if (f.hang_timeout_s > 0) c.hang.timeout_s = f.hang_timeout_s;
   c.hang.startup_s = f.startup_timeout_s;
+  for (const std::string& t : f.phase_timeouts) {
+    if (auto p = supervise::parse_phase_timeout(t); p.ok())
+      c.hang.phases.fixed[p->first] = p->second;
+  }
   c.stop_grace_s = f.stop_grace_s;
+  c.health_check = f.health_check;
+  c.health_gpus = plan.cluster.device.vendor == core::DeviceVendor::kNvidia;
   if (embedded) {
     // The supervisor passes the micro batch after every other --set (OOM remediation changes
     // it), so it starts from the user's --set of the key when there is one: the user's setting

@@ -10,6 +10,8 @@
 #include "cli_docs.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/core/shell_quote.h"
+#include "grpo/supervise/phase_timeouts.h"
 
 namespace {
 
@@ -80,8 +82,31 @@ void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
       ->check(CLI::Range(0.1, 86400.0))
       ->group(group);
   app->add_option("--startup-timeout", f.startup_timeout_s,
-                  "Seconds a rank may take to its first heartbeat")
+                  "Least seconds a rank may take to its first step of an attempt")
       ->check(CLI::Range(1.0, 86400.0))
+      ->group(group);
+  app->add_option("--phase-timeout", f.phase_timeouts,
+                  "Fix the hang timeout of one phase instead of calibrating it (repeatable; "
+                  "startup, rollout, update, validation, checkpoint, between), e.g. rollout=600")
+      ->type_name("PHASE=SECONDS")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            auto p = grpo::supervise::parse_phase_timeout(v);
+            return p.ok() ? std::string() : p.error().message;
+          },
+          ""))
+      ->group(group);
+  app->add_option("--health-check", f.health_check,
+                  "Run CMD on every node before every (re)start; exit non-zero = unhealthy "
+                  "(Slurm's HealthCheckProgram contract; split like a shell, run without one)")
+      ->type_name("CMD")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            auto words = grpo::core::split_command_line(v);
+            if (!words.ok()) return words.error().message;
+            return words->empty() ? std::string("empty command") : std::string();
+          },
+          ""))
       ->group(group);
   app->add_option("--stop-grace", f.stop_grace_s, "Seconds between SIGTERM and SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
@@ -219,6 +244,15 @@ int main(int argc, char** argv) {
         "lost, 130 interrupted,\n2 bad run directory or allocation mismatch, 69 Slurm "
         "unreachable.");
 
+    grpo::cli::HealthCheckArgs health_args;
+    auto* health = app.add_subcommand(
+        "health-check", "Check this node before an attempt (the supervisor's health step)");
+    health->group("");  // internal: not listed
+    health->add_option("--run-dir", health_args.run_dir, "The run directory")->required();
+    health->add_option("--min-free-bytes", health_args.min_free_bytes, "Free space needed");
+    health->add_flag("--gpus", health_args.gpus, "nvidia-smi must answer");
+    health->add_option("--command", health_args.command, "The run's --health-check");
+
     grpo::cli::StatusArgs status_args;
     auto* status =
         app.add_subcommand("status", "Show a run's state, progress, restarts and fault counts");
@@ -323,6 +357,7 @@ int main(int argc, char** argv) {
     if (render->parsed()) return grpo::cli::cmd_render(global, render_args);
     if (submit->parsed()) return grpo::cli::cmd_submit(global, submit_args);
     if (supervise->parsed()) return grpo::cli::cmd_supervise(global, supervise_args);
+    if (health->parsed()) return grpo::cli::cmd_health_check(health_args);
     if (run->parsed()) return grpo::cli::cmd_run(global, run_args);
 
     if (bare.plan.profile.empty() || bare.plan.model.empty()) {

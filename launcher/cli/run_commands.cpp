@@ -207,8 +207,12 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
            {"spent_budget", a.spent_budget},
            {"checkpoint_step_at_start", a.checkpoint_step_at_start},
            {"checkpoint_step_at_end", a.checkpoint_step_at_end}});
+      if (auto h = s.hang_phases.find(a.attempt); h != s.hang_phases.end()) {
+        attempts.back()["hang_phase"] = h->second;
+      }
     }
     j["attempts"] = attempts;
+    if (!s.phase_timeouts.empty()) j["phase_timeouts"] = s.phase_timeouts;
     std::cout << j.dump(2) << "\n";
   } else {
     if (!s.started)

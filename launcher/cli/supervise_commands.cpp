@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "grpo/core/plan_render.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/shell_quote.h"
+#include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/slurm/allocation.h"
 #include "grpo/slurm/process_runner.h"
@@ -197,7 +199,64 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
                  job_id.value(), jo.restart_count, nodes_text.c_str(),
                  static_cast<long long>(setup_ms));
   }
-  supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr};
+  supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr, nullptr};
+  // Node health before every (re)start (docs/supervisor.md, "Node health"): here in-process,
+  // under Slurm one srun step over the attempt's nodes, one `grpo-launch health-check` task each.
+  auto health_spec = [&r]() -> core::Result<supervise::HealthSpec> {
+    supervise::HealthSpec h;
+    h.run_dir = r.dir;
+    h.min_free_bytes = 2 * supervise::newest_checkpoint_bytes(r.dir);
+    h.gpus = r.config.health_gpus;
+    if (!r.config.health_check.empty()) {
+      GRPO_TRY(h.command, core::split_command_line(r.config.health_check));
+    }
+    return h;
+  };
+  if (local) {
+    deps.health = [&](const std::vector<std::string>& nodes)
+        -> core::Result<std::vector<supervise::HealthFinding>> {
+      GRPO_TRY(const supervise::HealthSpec h, health_spec());
+      return supervise::check_node(nodes.empty() ? "localhost" : nodes.front(), h,
+                                   supervise::system_probes(), processes);
+    };
+  } else {
+    deps.health = [&, srun](const std::vector<std::string>& nodes)
+        -> core::Result<std::vector<supervise::HealthFinding>> {
+      GRPO_TRY(const supervise::HealthSpec h, health_spec());
+      std::error_code ec;
+      const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+      if (ec) return core::make_error(core::ErrorKind::kIo, "/proc/self/exe: " + ec.message());
+      std::string list;
+      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+      slurm::CommandSpec c;
+      c.argv = {srun,
+                "--nodes=" + std::to_string(nodes.size()),
+                "--ntasks=" + std::to_string(nodes.size()),
+                "--ntasks-per-node=1",
+                "--nodelist=" + list,
+                "--label",
+                "--overlap",
+                "--kill-on-bad-exit=0",
+                self.string(),
+                "health-check",
+                "--run-dir",
+                r.dir.string(),
+                "--min-free-bytes",
+                std::to_string(h.min_free_bytes)};
+      if (h.gpus) c.argv.push_back("--gpus");
+      if (!r.config.health_check.empty()) {
+        c.argv.push_back("--command");
+        c.argv.push_back(r.config.health_check);
+      }
+      c.err = slurm::Stream::kCapture;
+      c.timeout =
+          std::chrono::milliseconds(static_cast<std::int64_t>((h.command_timeout_s + 60.0) * 1000));
+      GRPO_TRY(const slurm::Completion done, processes.run(c));
+      std::vector<std::string> lines;
+      for (const auto line : core::split(done.out, '\n')) lines.emplace_back(line);
+      return supervise::read_health_answers(nodes, lines);
+    };
+  }
   auto sup = supervise::Supervisor::open(o, deps);
   if (!sup.ok()) return fail(sup.error());
   auto code = sup.value()->run();
@@ -211,6 +270,30 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
 }
 
 }  // namespace
+
+int cmd_health_check(const HealthCheckArgs& args) {
+  std::string node = "localhost";
+  if (const char* n = std::getenv("SLURMD_NODENAME"); n != nullptr && *n != '\0') {
+    node = n;
+  } else {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') node = host;
+  }
+  supervise::HealthSpec h;
+  h.run_dir = args.run_dir;
+  h.min_free_bytes = args.min_free_bytes;
+  h.gpus = args.gpus;
+  if (!args.command.empty()) {
+    auto words = core::split_command_line(args.command);
+    if (!words.ok()) return fail(words.error());
+    h.command = std::move(words).value();
+  }
+  slurm::PosixProcessRunner processes;
+  const auto found = supervise::check_node(node, h, supervise::system_probes(), processes);
+  for (const auto& f : found) std::cout << supervise::finding_line(f) << "\n";
+  std::cout << supervise::done_line(node, found.empty()) << std::endl;
+  return found.empty() ? kExitOk : kExitFindings;
+}
 
 int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
   const char* job = std::getenv("SLURM_JOB_ID");

@@ -7,6 +7,9 @@
 #   MODE  reference   the uninterrupted run; writes REFERENCE_DIR/sha (a fixture of the others)
 #         kill9       rank 1 killed by SIGKILL at step 5 (fault sigkill)
 #         hang        rank 1 stops itself with SIGSTOP at step 5: detected within --hang-timeout + 1 s
+#         phase       rank 1 hangs in the update phase of step 7 (fault hang): detected by the
+#                     update limit calibrated from steps 3-6, reported with its phase
+#         health      --health-check that exits 1: exit 84 before any attempt, one clear line
 #         oom         OOM_ERROR at step 5: micro batch halved, then training completes
 #         torn        crash while writing the checkpoint of step 6: resumes from step 4
 #         budget      a crash on every attempt: --max-restarts 2 used up, exit 80
@@ -91,6 +94,47 @@ latency = f["time"] - stopped
 print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
 sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
 PY
+    ;;
+  phase)
+    # The fault `hang` mutes rank 1's telemetry and sleeps in the update phase of step 7; rank 0
+    # waits in the update's all-reduce. Steps 3-6 calibrated the update limit (warm-up: steps
+    # 1-2): max(--hang-timeout 2, 4 x the longest update silence).
+    "$launch" "${base[@]}" --hang-timeout 2 --fault 'hang@step=7,phase=update,rank=1' \
+      >"$TEST_TMP/out" 2>"$TEST_TMP/err" || { show; fail "run failed"; }
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "phase"
+    python3 - "$run" <<'PY' || fail "hang not reported with its calibrated phase limit"
+import json, sys
+ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
+fault = next(e for e in ev if e["type"] == "fault_injected")
+f = next(e for e in ev if e["type"] == "failure")
+cal = [e for e in ev if e["type"] == "timeouts_calibrated" and e["seq"] < f["seq"]]
+limit = cal[-1]["limits"].get("update") if cal else None
+latency = f["time"] - fault["trainer_time"]
+print(f"hang in {f.get('phase')} ({f.get('trainer_phase')}) detected {latency:.2f} s after the "
+      f"fault; timeout {f['timeout_s']:.2f} s, calibrated update limit {limit}, "
+      f"longest update silence {cal[-1]['longest_s'].get('update') if cal else None}")
+ok = (f.get("phase") == "update" and f.get("trainer_phase") == "update" and limit is not None
+      and abs(f["timeout_s"] - limit) < 1e-9 and latency <= f["timeout_s"] + 1.0)
+sys.exit(0 if ok else 1)
+PY
+    "$launch" status "$run" >"$TEST_TMP/status.txt" || fail "grpo-launch status"
+    grep -q "attempt 1: hang in update" "$TEST_TMP/status.txt" || fail "status: $(cat "$TEST_TMP/status.txt")"
+    grep -q "^timeouts .*update" "$TEST_TMP/status.txt" || fail "status: no timeouts line"
+    ;;
+  health)
+    rc=0
+    "$launch" "${base[@]}" --health-check 'sh -c "echo no scratch >&2; exit 1"' \
+      >"$TEST_TMP/out" 2>"$TEST_TMP/err" || rc=$?
+    ((rc == 84)) || { show; fail "exit $rc, want 84 (node unhealthy, none to replace it)"; }
+    grep -q 'giving up: node localhost is unhealthy (command: --health-check failed: sh: exit 1 (no scratch)); there is no other node to run on (exit 84)' \
+      "$TEST_TMP/err" || { show; fail "no clear line on stderr"; }
+    events_of "$run" node_unhealthy | grep -q '"check":"command"' || fail "no node_unhealthy event"
+    [[ -z "$(events_of "$run" attempt_started)" ]] || fail "an attempt started"
+    [[ ! -e "$run/logs/attempt-1" ]] || fail "a rank was started"
+    # A healthy command: the run trains as usual (the check runs before every attempt).
+    "$launch" "${base[@]/$run/$run-ok}" --health-check true >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run with a healthy --health-check failed"; }
+    "${check[@]}" "$run-ok" --sha "$(reference_sha)" --summary || fail "healthy run"
     ;;
   oom)
     "$launch" "${base[@]}" --fault 'oom@step=7,phase=update' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||

@@ -10,6 +10,9 @@
 #         oom         OOM_ERROR at step 5: micro batch halved
 #         torn        crash while writing the checkpoint of step 6
 #         node        node n2 crashes (slurmd and its tasks killed): n2 excluded, 1 rank continues
+#         health      --health-check fails on the second node of the health step only: that
+#                     node excluded before the first attempt (node_unhealthy), the run trains
+#                     on the other node alone
 #         usr2        USR2 to the batch shell: checkpoint, scontrol requeue, the job resumes
 #         budget      a crash on every attempt: exit 80, the job FAILED 80:0
 #         supervisor  the supervisor killed (-9), the job requeued: state rebuilt from the log
@@ -136,6 +139,27 @@ sys.exit(0 if ok else 1)
 PY
     "${check[@]}" "$run" --failure node_loss --allow comm --allow crash --world-size 1 --summary ||
       fail "node"
+    ;;
+  health)
+    # The health step runs `grpo-launch health-check` once on each node of the attempt; the
+    # command fails on the step's second node (SLURM_NODEID 1). The step after the exclusion has
+    # one node (id 0): healthy.
+    submit --health-check 'sh -c "test \"$SLURM_NODEID\" != 1"'
+    expect_completed 150
+    python3 - "$run" <<'PY' || fail "unhealthy node not excluded"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+bad = [e for e in ev if e["type"] == "node_unhealthy"]
+starts = [e for e in ev if e["type"] == "attempt_started"]
+print(f"node_unhealthy {[(e['node'], e['check'], e['excluded']) for e in bad]}; attempts on "
+      f"{[e['hosts'] for e in starts]}")
+ok = (len(bad) == 1 and bad[0]["check"] == "command" and bad[0]["excluded"]
+      and len(starts) == 1 and len(starts[0]["hosts"]) == 1
+      and starts[0]["hosts"][0] != bad[0]["node"] and starts[0]["excluded"] == [bad[0]["node"]]
+      and not any(e["type"] == "failure" for e in ev))
+sys.exit(0 if ok else 1)
+PY
+    "${check[@]}" "$run" --world-size 1 --summary || fail "health"
     ;;
   usr2)
     submit --fault "$SLOW"

@@ -68,7 +68,7 @@ TEST(SupervisorConfigFromLaunch, EveryAttemptRunsWithTheUsersMicroBatch) {
   o.config.total_steps = 4;
   o.config.divisible_by.clear();
   runner.push(supervise::sim_trainer(2, 0, 4, 1.0, 2));
-  supervise::SupervisorDeps deps{runner, clock, signals, job, status, [] { return -1; }};
+  supervise::SupervisorDeps deps{runner, clock, signals, job, status, [] { return -1; }, nullptr};
   auto sup = supervise::Supervisor::open(o, deps);
   ASSERT_TRUE(sup.ok()) << sup.error().str();
   auto code = sup.value()->run();

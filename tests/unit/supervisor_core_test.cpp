@@ -64,7 +64,7 @@ TEST(RestartPolicy, CrashHangAndCommFailuresSpendTheBudgetWithBackoff) {
   b.backoff_base_s = 2;
   b.backoff_max_s = 5;
   b.no_progress_restarts = 10;
-  for (const Failure& f : std::vector<Failure>{RankCrash{1, 137, 9, ""}, Hang{{0}, 31, 30},
+  for (const Failure& f : std::vector<Failure>{RankCrash{1, 137, 9, ""}, Hang{{0}, 31, 30, "", ""},
                                                CommFailure{0, "gloo timeout"}}) {
     const auto d0 = decide(f, failed(0), b, {});
     ASSERT_TRUE(std::holds_alternative<Restart>(d0)) << failure_class(f);

@@ -89,10 +89,16 @@ struct Harness {
 
   int run() {
     Supervisor* self = nullptr;
-    SupervisorDeps deps{runner, clock, signals, job, status, [&self] {
+    SupervisorDeps deps{runner,
+                        clock,
+                        signals,
+                        job,
+                        status,
+                        [&self] {
                           return self != nullptr ? self->summary().latest_checkpoint_step
                                                  : std::int64_t{-1};
-                        }};
+                        },
+                        nullptr};
     auto opened = Supervisor::open(opts, deps);
     EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
     if (!opened.ok()) return -1;
@@ -135,8 +141,12 @@ TEST(SupervisorLoop, HealthyRunForwardsTelemetryAndSucceeds) {
   Harness h("healthy");
   h.push(Harness::attempt());
   EXPECT_EQ(h.run(), kExitSucceeded);
-  EXPECT_EQ(h.own_types(), (std::vector<std::string>{"run_started", "attempt_started", "state",
-                                                     "attempt_ended", "state", "run_finished"}));
+  // timeouts_calibrated: start-up at the first event (one sample is enough), then between (from
+  // step 3, after the 2 warm-up steps) and checkpoint (the silences around step 5's write).
+  EXPECT_EQ(h.own_types(),
+            (std::vector<std::string>{"run_started", "attempt_started", "timeouts_calibrated",
+                                      "state", "timeouts_calibrated", "timeouts_calibrated",
+                                      "attempt_ended", "state", "run_finished"}));
   EXPECT_EQ(h.states(), (std::vector<std::string>{"healthy", "succeeded"}));
   // Every rank's step events, with source, attempt and rank; no heartbeats.
   const auto steps = h.of("step");

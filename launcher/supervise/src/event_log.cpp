@@ -83,6 +83,9 @@ core::Status apply_event(RunSummary& s, const json& e) {
     GRPO_TRY(const std::string cls, field<std::string>(e, "class"));
     ++s.failures[cls];
     if (auto* a = current(s)) a->failure_class = cls;
+    if (cls == "hang" && e.contains("phase")) {
+      s.hang_phases[field_or<int>(e, "attempt", s.attempt)] = field_or<std::string>(e, "phase", "");
+    }
     s.last_notable = "failure: " + field_or<std::string>(e, "description", cls);
   } else if (type == ev::kDecision) {
     GRPO_TRY(const std::string kind, field<std::string>(e, "kind"));
@@ -95,6 +98,21 @@ core::Status apply_event(RunSummary& s, const json& e) {
         s.excluded.push_back(n);
     }
     s.last_notable = kind + ": " + field_or<std::string>(e, "reason", "");
+  } else if (type == ev::kNodeUnhealthy) {
+    // Excluded like a lost node (docs/supervisor.md, "Node health").
+    const std::string node = field_or<std::string>(e, "node", "");
+    if (field_or<bool>(e, "excluded", false) && !node.empty() &&
+        std::find(s.excluded.begin(), s.excluded.end(), node) == s.excluded.end()) {
+      s.excluded.push_back(node);
+    }
+    s.last_notable = "node " + node + " unhealthy: " + field_or<std::string>(e, "detail", "");
+  } else if (type == ev::kTimeoutsCalibrated) {
+    s.phase_timeouts.clear();
+    if (e.contains("limits") && e["limits"].is_object()) {
+      for (const auto& [name, v] : e["limits"].items()) {
+        if (v.is_number()) s.phase_timeouts[name] = v.get<double>();
+      }
+    }
   } else if (type == ev::kRemediation) {
     if (e.contains("micro_batch")) s.micro_batch = field_or<int>(e, "micro_batch", 1);
     if (e.contains("offload")) s.offload = field_or<bool>(e, "offload", false);

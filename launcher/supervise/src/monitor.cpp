@@ -59,6 +59,30 @@ double steady_hang_timeout(const HangOptions& o, const RunTimings& t) {
   return std::max(o.min_s, o.step_factor * *s);
 }
 
+PhaseLimit phase_timeout(PhaseClass c, const HangOptions& o, const RunTimings& t) {
+  const double steady = steady_hang_timeout(o, t);
+  double floor_s = o.timeout_s.value_or(o.phases.floor_s);
+  double default_s = steady;
+  if (c == PhaseClass::kStartup) {
+    floor_s = o.startup_s;
+    default_s = std::max(steady, o.startup_s);
+  } else if (c == PhaseClass::kCheckpoint) {
+    floor_s = o.phases.checkpoint_floor_s;
+    default_s = steady + std::max(o.checkpoint_min_s, o.checkpoint_factor * t.longest_checkpoint());
+  }
+  return phase_limit(c, o.phases, t.phases(), floor_s, default_s);
+}
+
+std::map<PhaseClass, double> calibrated_timeouts(const HangOptions& o, const RunTimings& t) {
+  std::map<PhaseClass, double> out;
+  for (int i = 0; i < kPhaseClasses; ++i) {
+    const auto c = static_cast<PhaseClass>(i);
+    const PhaseLimit l = phase_timeout(c, o, t);
+    if (l.source == LimitSource::kCalibrated) out[c] = l.seconds;
+  }
+  return out;
+}
+
 std::optional<double> compute_seconds(const json& e) {
   const auto step_s = get<double>(e, "step_s");
   if (!step_s) return std::nullopt;
@@ -83,6 +107,12 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
   if (rank < 0 || rank >= world_) return std::nullopt;
   Rank& r = ranks_[static_cast<std::size_t>(rank)];
   const std::string type = get<std::string>(event, "type").value_or("");
+  // The silence this event ends is a sample of the class the rank was in (warm-up excepted).
+  const PhaseClass before = class_of(r);
+  if (now >= r.last_beat &&
+      (before == PhaseClass::kStartup || r.steps >= hang_.phases.warmup_steps)) {
+    timings.phases().add(before, now - r.last_beat);
+  }
   r.last_beat = std::max(r.last_beat, now);
   if (type == "heartbeat") {
     r.reported = true;
@@ -90,6 +120,7 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
   } else if (type == "step") {
     r.reported = true;
     r.first_step = true;
+    ++r.steps;
     r.phase = "step";
     r.step = std::max(r.step, get<std::int64_t>(event, "step").value_or(r.step));
     if (auto w = get<double>(event, "wall_s")) {
@@ -156,18 +187,17 @@ std::optional<Straggler> AttemptMonitor::check_straggler(std::int64_t step) {
   return found;
 }
 
+PhaseClass AttemptMonitor::class_of(const Rank& r) const {
+  return r.first_step ? phase_class_of(r.phase) : PhaseClass::kStartup;
+}
+
+PhaseClass AttemptMonitor::phase_class(int rank) const {
+  if (rank < 0 || rank >= world_) return PhaseClass::kStartup;
+  return class_of(ranks_[static_cast<std::size_t>(rank)]);
+}
+
 double AttemptMonitor::timeout_for(int rank, const RunTimings& timings) const {
-  const double t = steady_hang_timeout(hang_, timings);
-  if (rank < 0 || rank >= world_) return t;
-  const Rank& r = ranks_[static_cast<std::size_t>(rank)];
-  if (!r.reported) return std::max(t, hang_.startup_s);
-  const double s = timings.longest_step().value_or(0.0);
-  if (r.phase == "checkpoint") {
-    return t +
-           std::max(hang_.checkpoint_min_s, hang_.checkpoint_factor * timings.longest_checkpoint());
-  }
-  if (!r.first_step) return t + hang_.first_step_factor * s;
-  return t;
+  return phase_timeout(phase_class(rank), hang_, timings).seconds;
 }
 
 std::optional<Hang> AttemptMonitor::check_hang(double now, const RunTimings& timings) const {
@@ -195,6 +225,8 @@ std::optional<Hang> AttemptMonitor::check_hang(double now, const RunTimings& tim
       if (silent > h.silent_s) {
         h.silent_s = silent;
         h.timeout_s = limit;
+        h.phase = std::string(to_string(class_of(rk)));
+        h.trainer_phase = rk.phase == "step" ? "" : rk.phase;
       }
     }
   }

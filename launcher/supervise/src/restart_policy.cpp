@@ -162,7 +162,14 @@ std::string describe(const Failure& f) {
             char buf[96];
             std::snprintf(buf, sizeof buf, "no heartbeat for %.1f s (timeout %.1f s)", h.silent_s,
                           h.timeout_s);
-            return "rank(s) " + ranks + " hung: " + buf;
+            std::string where;
+            if (!h.phase.empty()) {
+              where = " in " + h.phase;
+              if (!h.trainer_phase.empty() && h.trainer_phase != h.phase) {
+                where += " (" + h.trainer_phase + ")";
+              }
+            }
+            return "rank(s) " + ranks + " hung" + where + ": " + buf;
           },
           [](const OutOfMemory& o) {
             std::string s = "out of memory (" + o.source + ")";

@@ -112,7 +112,10 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
   }
   for (const auto& a : s.history.attempts) {
     if (!a.failure_class) continue;
-    out += "  attempt " + std::to_string(a.attempt) + ": " + *a.failure_class +
+    const auto hang = s.hang_phases.find(a.attempt);
+    const std::string in =
+        hang != s.hang_phases.end() && !hang->second.empty() ? " in " + hang->second : "";
+    out += "  attempt " + std::to_string(a.attempt) + ": " + *a.failure_class + in +
            (a.spent_budget ? " (restart spent budget)" : "") + ", checkpoint " +
            std::to_string(a.checkpoint_step_at_start) + " -> " +
            std::to_string(a.checkpoint_step_at_end) + "\n";
@@ -120,6 +123,15 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
   out += "events     OOM " + std::to_string(s.oom_events) + ", EXPERT_IMBALANCE " +
          std::to_string(s.expert_imbalance_events) + ", stragglers " +
          std::to_string(s.straggler_events) + "\n";
+  if (!s.phase_timeouts.empty()) {
+    out += "timeouts  ";
+    std::string sep = " ";
+    for (const auto& [cls, seconds] : s.phase_timeouts) {
+      out += sep + cls + " " + fixed(seconds, 1) + " s";
+      sep = ", ";
+    }
+    out += " (calibrated)\n";
+  }
   out += "checkpoint " +
          (s.latest_checkpoint_step >= 0 ? "step " + std::to_string(s.latest_checkpoint_step)
                                         : std::string("none yet")) +

@@ -47,6 +47,12 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["hang_step_factor"] = c.hang.step_factor;
   j["startup_timeout_s"] = c.hang.startup_s;
   j["checkpoint_progress_s"] = optional_number(c.hang.checkpoint_progress_s);
+  json fixed = json::object();
+  for (const auto& [cls, seconds] : c.hang.phases.fixed)
+    fixed[std::string(to_string(cls))] = seconds;
+  j["phase_timeouts"] = fixed;
+  j["phase_timeout_factor"] = c.hang.phases.factor;
+  j["phase_warmup_steps"] = c.hang.phases.warmup_steps;
   j["straggler_margin"] = c.straggler.rel_margin;
   j["straggler_min_s"] = c.straggler.abs_margin_s;
   j["straggler_steps"] = c.straggler.consecutive;
@@ -65,6 +71,8 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["stop_grace_s"] = c.stop_grace_s;
   j["checkpoint_timeout_s"] = c.checkpoint_timeout_s;
   j["end_margin_s"] = c.end_margin_s;
+  j["health_check"] = c.health_check;
+  j["health_gpus"] = c.health_gpus;
   return j;
 }
 
@@ -94,6 +102,20 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.hang.startup_s = j.value("startup_timeout_s", c.hang.startup_s);
     if (j.contains("checkpoint_progress_s") && !j["checkpoint_progress_s"].is_null())
       c.hang.checkpoint_progress_s = j["checkpoint_progress_s"].get<double>();
+    if (j.contains("phase_timeouts")) {
+      for (const auto& [name, seconds] : j.at("phase_timeouts").items()) {
+        const auto cls = parse_phase_class(name);
+        const double v = seconds.get<double>();
+        if (!cls || !(v > 0)) {
+          return make_error(ErrorKind::kInvalidValue,
+                            "phase_timeouts: '" + name + "' is not a phase with seconds above 0",
+                            where);
+        }
+        c.hang.phases.fixed[*cls] = v;
+      }
+    }
+    c.hang.phases.factor = j.value("phase_timeout_factor", c.hang.phases.factor);
+    c.hang.phases.warmup_steps = j.value("phase_warmup_steps", c.hang.phases.warmup_steps);
     c.straggler.rel_margin = j.value("straggler_margin", c.straggler.rel_margin);
     c.straggler.abs_margin_s = j.value("straggler_min_s", c.straggler.abs_margin_s);
     c.straggler.consecutive = j.value("straggler_steps", c.straggler.consecutive);
@@ -121,6 +143,8 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.stop_grace_s = j.value("stop_grace_s", c.stop_grace_s);
     c.checkpoint_timeout_s = j.value("checkpoint_timeout_s", c.checkpoint_timeout_s);
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
+    c.health_check = j.value("health_check", c.health_check);
+    c.health_gpus = j.value("health_gpus", c.health_gpus);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -129,7 +153,8 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
       c.budget.backoff_base_s < 0 || c.budget.backoff_max_s < 0 ||
       (c.hang.timeout_s && *c.hang.timeout_s <= 0) || c.stop_grace_s < 0 ||
       (c.micro_batch && *c.micro_batch < 1) || c.min_nodes < 0 || c.world_unit < 1 ||
-      c.straggler.consecutive < 1) {
+      c.straggler.consecutive < 1 || !(c.hang.phases.factor >= 1) ||
+      c.hang.phases.warmup_steps < 0) {
     return make_error(ErrorKind::kInvalidValue, "a setting is out of range", where);
   }
   return c;
@@ -216,6 +241,8 @@ json failure_fields(const Failure& f) {
                    j["ranks"] = h.ranks;
                    j["silent_s"] = h.silent_s;
                    j["timeout_s"] = h.timeout_s;
+                   if (!h.phase.empty()) j["phase"] = h.phase;
+                   if (!h.trainer_phase.empty()) j["trainer_phase"] = h.trainer_phase;
                  },
                  [&](const OutOfMemory& o) {
                    j["rank"] = o.rank;
@@ -292,6 +319,16 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opt
     } else if (type == ev::kCheckpointSaved) {
       if (e.contains("seconds") && e["seconds"].is_number()) {
         s->timings_.add_checkpoint(e["seconds"].get<double>());
+      }
+    } else if (type == ev::kTimeoutsCalibrated) {
+      // The calibration continues from the newest record (docs/supervisor.md).
+      s->timings_.phases().restore(e);
+      s->recorded_timeouts_.clear();
+      if (e.contains("limits") && e["limits"].is_object()) {
+        for (const auto& [name, v] : e["limits"].items()) {
+          const auto cls = parse_phase_class(name);
+          if (cls && v.is_number()) s->recorded_timeouts_[*cls] = v.get<double>();
+        }
       }
     }
   }
@@ -476,6 +513,7 @@ core::Status Supervisor::handle_output(Attempt& a, const RankOutput& out) {
   const double now = d_.clock.now();
   const std::string type = e["type"].get<std::string>();
   const auto straggler = a.monitor.observe(out.rank, e, now, timings_);
+  GRPO_TRY_STATUS(record_calibration(a));
   if (type != "heartbeat") {
     json fields = e;
     if (fields.contains("time")) fields["trainer_time"] = fields["time"];
@@ -531,6 +569,27 @@ core::Status Supervisor::handle_output(Attempt& a, const RankOutput& out) {
                                                        : "heartbeats are back"));
   }
   return core::ok_status();
+}
+
+core::Status Supervisor::record_calibration(const Attempt& a) {
+  auto limits = calibrated_timeouts(o_.config.hang, timings_);
+  if (!calibration_changed(recorded_timeouts_, limits)) return core::ok_status();
+  json fields = timings_.phases().to_json();
+  json lj = json::object();
+  std::string text;
+  for (const auto& [cls, seconds] : limits) {
+    lj[std::string(to_string(cls))] = seconds;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s %.1f s", text.empty() ? "" : ", ",
+                  std::string(to_string(cls)).c_str(), seconds);
+    text += buf;
+  }
+  fields["limits"] = lj;
+  fields["factor"] = o_.config.hang.phases.factor;
+  fields["attempt"] = a.number;
+  spdlog::info("hang timeouts calibrated: {}", text);
+  recorded_timeouts_ = std::move(limits);
+  return record(ev::kTimeoutsCalibrated, std::move(fields));
 }
 
 core::Status Supervisor::stop_attempt(Attempt& a, bool graceful) {
@@ -808,13 +867,19 @@ core::Result<int> Supervisor::run() {
       }
     }
     const int nodes = std::max(1, usable_nodes(available));
-    Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
-    a.last_node_check = a.start;
-    std::vector<std::string>& hosts = a.hosts;
+    std::vector<std::string> hosts;
     for (const auto& n : alloc) {
       if (static_cast<int>(hosts.size()) == nodes) break;
       if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);
     }
+    if (d_.health) {
+      GRPO_TRY(const auto verdict, check_nodes(number, hosts));
+      if (const int* code = std::get_if<int>(&verdict)) return *code;
+      if (std::get<bool>(verdict)) continue;  // nodes excluded: pick (and check) nodes again
+    }
+    Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
+    a.last_node_check = a.start;
+    a.hosts = hosts;
     GRPO_TRY_STATUS(record(ev::kAttemptStarted,
                            {{"attempt", number},
                             {"world_size", a.spec.world_size()},

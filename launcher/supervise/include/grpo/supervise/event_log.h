@@ -31,6 +31,8 @@ inline constexpr const char* kDecision = "decision";         // kind, reason, de
 inline constexpr const char* kRemediation = "remediation";   // what changed after an OOM
 inline constexpr const char* kWarning = "warning";           // thresholds crossed
 inline constexpr const char* kRunFinished = "run_finished";  // state, exit_code
+inline constexpr const char* kTimeoutsCalibrated = "timeouts_calibrated";  // phase limits learned
+inline constexpr const char* kNodeUnhealthy = "node_unhealthy";            // node, check, detail
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
 inline constexpr const char* kStep = "step";
@@ -85,6 +87,10 @@ struct RunSummary {
   double last_checkpoint_time = 0;
   double attempt_start_time = 0;
   std::string last_notable;  // the newest failure / decision / warning, for status lines
+  // The calibrated hang timeouts per phase class (newest timeouts_calibrated event's limits).
+  std::map<std::string, double> phase_timeouts;
+  // Attempt -> the phase class its hang happened in (failure event's `phase`), for status.
+  std::map<int, std::string> hang_phases;
 };
 
 // Folds one event into the summary. Unknown event types are ignored (forward compatible);

@@ -20,11 +20,13 @@ struct RankCrash {
   std::string message;
 };
 
-// No heartbeat from some rank for longer than the hang timeout.
+// No heartbeat from some rank for longer than the hang timeout of the phase it is in.
 struct Hang {
   std::vector<int> ranks;
   double silent_s = 0;
   double timeout_s = 0;
+  std::string phase;          // the timeout class (phase_timeouts.h); empty: none (no heartbeats)
+  std::string trainer_phase;  // the newest heartbeat's phase of the silent rank ("" if none)
 };
 
 // An allocation failed: the trainer's OOM_ERROR, Slurm's OUT_OF_MEMORY, or the kernel OOM killer.

@@ -6,22 +6,24 @@
 //   - failure classification: a rank's error telemetry, its exit status, the runner's notes,
 //     and the choice of the root cause among several (a crash makes its peers fail too).
 //
-// Hang timeout of a rank (seconds), with S = the longest step wall time (`wall_s`) among the
-// newest 20 step events of the run and C = the longest checkpoint write (`seconds` of
-// checkpoint_saved) of the run:
-//   T        = --hang-timeout when given, else max(min_s, step_factor * S); startup_s while S is
-//              still unknown
-//   startup  = max(T, startup_s) until the rank's first heartbeat of the attempt (exec, library
-//              loading, rendezvous, checkpoint load send no heartbeats)
-//   1st step = T + first_step_factor * S until the rank's first completed step of the attempt
-//              (GRPO start-up work: reference copy, validation)
-//   ckpt     = T + max(checkpoint_min_s, checkpoint_factor * C) while the rank's newest heartbeat
-//              says phase "checkpoint"
+// Hang timeout of a rank (seconds): the limit of the phase class it is in (phase_timeouts.h:
+// startup until its first step event of the attempt, then rollout, update, validation,
+// checkpoint or between by its newest heartbeat's phase), fixed by --phase-timeout, calibrated
+// from the run's silences, or, while uncalibrated, the default below. With S = the longest step
+// wall time (`wall_s`) among the newest 20 step events of the run and C = the longest
+// checkpoint write (`seconds` of checkpoint_saved) of the run:
+//   T          = --hang-timeout when given, else max(min_s, step_factor * S); startup_s while S
+//                is still unknown
+//   default    = T; startup: max(T, startup_s); checkpoint: T + max(checkpoint_min_s,
+//                checkpoint_factor * C)
+//   calibrated = max(floor, factor * longest silence of the class), floor = --hang-timeout when
+//                given, else 30 s; checkpoint: 60 s; startup: startup_s
 // A rank silent for more than half its timeout makes the run `unhealthy` (a stall).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,6 +31,7 @@
 
 #include "grpo/supervise/attempt_runner.h"
 #include "grpo/supervise/failure.h"
+#include "grpo/supervise/phase_timeouts.h"
 
 namespace grpo::supervise {
 
@@ -43,6 +46,7 @@ struct HangOptions {
   // Without heartbeats (external trainers that send none): a hang is no new checkpoint for this
   // long (nullopt: --hang-timeout when given, else not detected).
   std::optional<double> checkpoint_progress_s;
+  PhaseTimeoutOptions phases;
 };
 
 struct StragglerOptions {
@@ -58,14 +62,22 @@ class RunTimings {
   void add_checkpoint(double seconds);
   std::optional<double> longest_step() const;                  // S, nullopt before the first step
   double longest_checkpoint() const { return checkpoint_s_; }  // C, 0 before the first
+  // The silences per phase class (calibration of the phase limits).
+  PhaseStats& phases() { return phases_; }
+  const PhaseStats& phases() const { return phases_; }
 
  private:
+  PhaseStats phases_;
   std::deque<double> steps_;  // newest 20
   double checkpoint_s_ = 0;
 };
 
 // T of the formula above (steady state).
 double steady_hang_timeout(const HangOptions& o, const RunTimings& t);
+// The limit of phase class `c` now (formula above).
+PhaseLimit phase_timeout(PhaseClass c, const HangOptions& o, const RunTimings& t);
+// The calibrated limits now (class -> seconds; the `timeouts_calibrated` event's `limits`).
+std::map<PhaseClass, double> calibrated_timeouts(const HangOptions& o, const RunTimings& t);
 
 // A straggler finding (becomes a `straggler` event).
 struct Straggler {
@@ -98,6 +110,8 @@ class AttemptMonitor {
 
   // The hang timeout of `rank` now (formula in the header comment).
   double timeout_for(int rank, const RunTimings& timings) const;
+  // The phase class `rank` is in now.
+  PhaseClass phase_class(int rank) const;
   // The ranks silent past their timeout (a Hang), or nullopt.
   std::optional<Hang> check_hang(double now, const RunTimings& timings) const;
   // Some rank is silent for more than half its timeout.
@@ -115,6 +129,7 @@ class AttemptMonitor {
   struct Rank {
     bool reported = false;  // any heartbeat or step in this attempt
     bool first_step = false;
+    int steps = 0;  // step events in this attempt
     double last_beat = 0;
     std::string phase;
     std::int64_t step = 0;
@@ -123,6 +138,7 @@ class AttemptMonitor {
     bool straggling = false;
   };
   std::optional<Straggler> check_straggler(std::int64_t step);
+  PhaseClass class_of(const Rank& r) const;
 
   int world_;
   double start_;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "grpo/core/result.h"
@@ -27,6 +28,7 @@
 #include "grpo/supervise/event_log.h"
 #include "grpo/supervise/job_control.h"
 #include "grpo/supervise/monitor.h"
+#include "grpo/supervise/node_health.h"
 #include "grpo/supervise/restart_policy.h"
 
 namespace grpo::supervise {
@@ -61,6 +63,10 @@ struct SupervisorConfig {
   double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
   double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
   double end_margin_s = 0;          // yield this long before the job's end time (0: derived)
+  // Node health before every (re)start (node_health.h): --health-check (shell syntax, split
+  // without a shell; empty: built-in checks only) and whether nvidia-smi must answer.
+  std::string health_check;
+  bool health_gpus = false;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
@@ -115,6 +121,10 @@ struct SupervisorDeps {
   // The newest checkpoint step on disk (external trainers' progress; the attempt's resume step).
   // Default: <run_dir>/checkpoints/step_*/manifest.json (newest_checkpoint_on_disk).
   std::function<std::int64_t()> newest_checkpoint;
+  // Checks the nodes an attempt is about to use ({"localhost"} locally) and returns the failed
+  // checks (node_health.h); empty function: no health checks. Errors: the check could not run
+  // (a warning; the attempt starts anyway).
+  std::function<core::Result<std::vector<HealthFinding>>(const std::vector<std::string>&)> health;
 };
 
 // The newest <run_dir>/checkpoints/step_XXXXXXXX that has a manifest.json (docs/
@@ -144,6 +154,14 @@ class Supervisor {
   core::Result<Ending> watch(Attempt& a);
   core::Status handle_output(Attempt& a, const RankOutput& out);
   core::Status stop_attempt(Attempt& a, bool graceful);
+  // A `timeouts_calibrated` event when the calibrated phase limits changed (phase_timeouts.h).
+  core::Status record_calibration(const Attempt& a);
+  // Node health before attempt `number` on `hosts`: unhealthy nodes get a `node_unhealthy`
+  // event and are excluded (Slurm). Returns the exit code when the run cannot go on (84: no
+  // node to replace an unhealthy one), else whether nodes were excluded (pick nodes again).
+  core::Result<std::variant<int, bool>> check_nodes(int number,
+                                                    const std::vector<std::string>& hosts);
+  core::Result<int> give_up_before_attempt(int number, const std::string& reason, int code);
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
@@ -161,6 +179,7 @@ class Supervisor {
   EventLogWriter writer_;
   RunSummary summary_;
   RunTimings timings_;
+  std::map<PhaseClass, double> recorded_timeouts_;  // the newest timeouts_calibrated's limits
   int micro_batch_ = 0;
   bool offload_ = false;
   std::vector<std::string> excluded_;

@@ -1,0 +1,89 @@
+// Node health before every (re)start (docs/supervisor.md, "Node health"): the supervisor's
+// side of node_health.h. Part of supervisor.cpp's class, kept apart for size.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "grpo/supervise/supervisor.h"
+
+namespace grpo::supervise {
+
+using nlohmann::json;
+
+core::Result<int> Supervisor::give_up_before_attempt(int number, const std::string& reason,
+                                                     int code) {
+  GRPO_TRY_STATUS(transition(Trigger::kFailure, reason));
+  GRPO_TRY_STATUS(record(ev::kDecision, {{"kind", "give_up"},
+                                         {"reason", reason},
+                                         {"exit_code", code},
+                                         {"spends_budget", false},
+                                         {"attempt", number}}));
+  GRPO_TRY_STATUS(transition(Trigger::kGiveUp, reason));
+  spdlog::error("giving up: {} (exit {})", reason, code);
+  GRPO_TRY_STATUS(record(ev::kRunFinished, {{"state", "failed"}, {"exit_code", code}}));
+  tick(true);
+  d_.status.finish(summary_, d_.clock.wall());
+  return code;
+}
+
+core::Result<std::variant<int, bool>> Supervisor::check_nodes(
+    int number, const std::vector<std::string>& hosts) {
+  const bool slurm = d_.job.under_slurm();
+  const std::vector<std::string> nodes =
+      hosts.empty() ? std::vector<std::string>{"localhost"} : hosts;
+  auto found = d_.health(nodes);
+  if (!found.ok()) {
+    GRPO_TRY_STATUS(warn("health_check", "the node health check could not run (" +
+                                             found.error().message + "); starting anyway"));
+    return std::variant<int, bool>{false};
+  }
+  // A step from which no node answered failed itself: that says nothing about the nodes.
+  const bool none_answered = !found->empty() && found->size() == nodes.size() &&
+                             std::all_of(found->begin(), found->end(), [](const HealthFinding& f) {
+                               return f.check == "no_report";
+                             });
+  if (none_answered && nodes.size() > 1) {
+    GRPO_TRY_STATUS(warn("health_check", "no node answered the health check; starting anyway"));
+    return std::variant<int, bool>{false};
+  }
+  std::vector<std::string> bad;
+  for (const HealthFinding& f : *found) {
+    spdlog::warn("node {} is unhealthy: {}: {}", f.node, f.check, f.detail);
+    GRPO_TRY_STATUS(record(ev::kNodeUnhealthy, {{"node", f.node},
+                                                {"check", f.check},
+                                                {"detail", f.detail},
+                                                {"attempt", number},
+                                                {"excluded", slurm}}));
+    if (std::find(bad.begin(), bad.end(), f.node) == bad.end()) bad.push_back(f.node);
+  }
+  if (bad.empty()) return std::variant<int, bool>{false};
+  const HealthFinding& first = found->front();
+  const std::string why =
+      "node " + first.node + " is unhealthy (" + first.check + ": " + first.detail + ")";
+  if (!slurm) {
+    GRPO_TRY(
+        const int code,
+        give_up_before_attempt(number, why + "; there is no other node to run on", kExitNodesLost));
+    return std::variant<int, bool>{code};
+  }
+  for (const auto& n : bad) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
+  }
+  int available = 0;
+  for (const auto& n : d_.job.allocation_nodes()) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
+  }
+  const int min_nodes = o_.config.min_nodes > 0 ? o_.config.min_nodes : o_.nodes;
+  const int usable = usable_nodes(available);
+  if (usable < 1 || usable < min_nodes) {
+    GRPO_TRY(const int code,
+             give_up_before_attempt(number,
+                                    why + "; the plan cannot run on the " +
+                                        std::to_string(available) + " healthy node(s) left",
+                                    kExitNodesLost));
+    return std::variant<int, bool>{code};
+  }
+  return std::variant<int, bool>{true};
+}
+
+}  // namespace grpo::supervise
