@@ -13,6 +13,7 @@
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/trainer/version.h"
+#include "hf_weights.h"
 
 namespace grpo::trainer {
 namespace fs = std::filesystem;
@@ -79,8 +80,12 @@ core::Status Checkpointer::resume(TrainState& st) {
   GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
-    // Identical initial weights on every rank holding a tensor, whatever happened before.
     const NamedTensors local = st.model->named_params();
+    // A Hugging Face model directory: its weights, not the random initialization.
+    if (const auto hf_dir = hf_model_dir(ctx_.cfg.model_path)) {
+      return load_hf_weights(ctx_, *hf_dir, full_params(ctx_, *st.model), local);
+    }
+    // Identical initial weights on every rank holding a tensor, whatever happened before.
     return scatter_full(ctx_, full_params(ctx_, *st.model),
                         std::map<std::string, at::Tensor>(local.begin(), local.end()), local,
                         [](const FullTensor& f) { return f.owner; });
