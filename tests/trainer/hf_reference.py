@@ -414,8 +414,7 @@ TRAIN_SETTINGS = [a for kv in [
     "data.train_size=64", "trainer.test_freq=-1", "trainer.threads=1"] for a in ("--set", kv)]
 
 
-def check_train(trainer, work):
-    """Training starts from the checkpoint's weights (the log says so) and runs to the end."""
+def check_train_one_rank(trainer, work):
     d = (Path(work) / "train" / "qwen3moe-sharded").resolve()
     write_case("qwen3moe-sharded", d)
     n = len(parameter_shapes(CASES["qwen3moe-sharded"]["config"]))
@@ -430,6 +429,62 @@ def check_train(trainer, work):
           f"{steps} step events {'ok' if ok else 'FAIL'}")
     if not ok:
         print(run.stderr[-3000:])
+    return next((e for e in events if e.get("type") == "step"), None) if ok else None
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def first_step(trainer, model_dir, run_dir, ep):
+    """Step 1 of a 2-rank run (torchrun variables) at expert parallelism `ep`: rank 0's event."""
+    import os
+    port = free_port()
+    procs = []
+    for r in range(2):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
+                   LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        env.pop("PMIX_NAMESPACE", None)
+        args = [trainer, "--model", str(model_dir), "--run-dir", str(run_dir), "--resume", "none",
+                "--log-level", "error"] + TRAIN_SETTINGS + [
+                "--set", "trainer.total_training_steps=0", "--set", "trainer.sft_warmup_steps=1",
+                "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}"]
+        procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=240) for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        print(f"EP={ep}: exits {[p.returncode for p in procs]}: {outs[0][1][-2000:]}")
+        return None
+    events = [json.loads(l) for l in outs[0][0].splitlines() if l.startswith("{")]
+    return next(e for e in events if e.get("type") == "step")
+
+
+def check_train(trainer, work):
+    """1 rank: training starts from the checkpoint's weights (the log says so) and runs to the end.
+    2 ranks: step 1's loss equals the 1-rank run's (same global batch, same loaded weights), and
+    with the experts split over the ranks (EP=2, each rank holds 3 of 6) step 1's loss, router
+    aux loss and gradient norm equal plain data parallelism's (EP=1) within 1e-5: every rank got
+    its share of the checkpoint through scatter_full."""
+    one = check_train_one_rank(trainer, work)
+    d = (Path(work) / "train" / "qwen3moe-sharded").resolve()
+    a = first_step(trainer, d, d.parent / "run-ep1", 1)
+    b = first_step(trainer, d, d.parent / "run-ep2", 2)
+    if one is None or a is None or b is None:
+        return 1
+    # The same global batch on the same (loaded) weights: the 1-rank loss, which a rank that kept
+    # its random initialization would not reproduce.
+    ok = abs(one["sft_loss"] - a["sft_loss"]) <= TOLERANCE
+    print(f"step 1 sft_loss: 1 rank {one['sft_loss']:.7f}, 2 ranks {a['sft_loss']:.7f} "
+          f"{'ok' if ok else 'FAIL'}")
+    for key in ("sft_loss", "aux_loss", "grad_norm"):
+        diff = abs(a[key] - b[key])
+        good = diff <= TOLERANCE
+        ok &= good
+        print(f"2 ranks, step 1 {key}: EP=1 {a[key]:.7f}, EP=2 {b[key]:.7f}, |diff| {diff:.2e} "
+              f"{'ok' if good else 'FAIL'}")
     return 0 if ok else 1
 
 
