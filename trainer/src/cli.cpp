@@ -18,15 +18,17 @@ int run_trainer_cli(int argc, char** argv) {
       "Events: one JSON object per line on stdout (docs/telemetry.md); logs on stderr.\n"
       "Exit codes: 0 done, 1 internal error, 2 usage/config error, 3 I/O error, 4 communication "
       "failure, 5 out of memory, 6 injected crash, 7 stopped on request.\n"
-      "Subcommand: tokenize (Qwen's tokenizer on stdin/stdout; see `grpo-trainer tokenize "
-      "--help`)."};
+      "Subcommands: tokenize (Qwen's tokenizer on stdin/stdout; see `grpo-trainer tokenize "
+      "--help`), forward (one forward pass printing logits; `grpo-trainer forward --help`)."};
   app.set_version_flag("--version", std::string("grpo-trainer ") + std::string(version()));
   TrainerOptions o;
   std::string run_dir = o.run_dir.string();
   bool list_keys = false;
   app.add_option("--config", o.config_file, "TOML config file (verl-style keys)");
   app.add_option("--set", o.overrides, "override one setting: key=value (repeatable)");
-  app.add_option("--model", o.model, "model name (PROFILE_DIR/models/NAME.toml) or spec file");
+  app.add_option("--model", o.model,
+                 "model name (PROFILE_DIR/models/NAME.toml), spec file, or Hugging Face model "
+                 "directory (config.json + safetensors weights; docs/hf-checkpoints.md)");
   app.add_option("--profile-dir", o.profile_dir,
                  "profiles directory holding models/ (default: $GRPO_PROFILE_DIR, else the "
                  "shipped <prefix>/share/grpo-launch/profiles)");
@@ -69,6 +71,25 @@ int run_trainer_cli(int argc, char** argv) {
                      "--chat: leave out the assistant turn's opening");
   tokenize->add_flag("--skip-special-tokens", tc.skip_special_tokens,
                      "--decode: leave out special tokens");
+  ForwardOptions fo;
+  CLI::App* forward = app.add_subcommand(
+      "forward",
+      "Run the model once over token ids and print its logits as one JSON line "
+      "{\"model\", \"ids\", \"logits\": [[...] per position]} (for checking a loaded "
+      "checkpoint against another implementation). A Hugging Face directory's weights are loaded "
+      "(docs/hf-checkpoints.md); any other model is randomly initialized from --seed.\n"
+      "Exit codes: 0 done; 2 bad model, checkpoint or ids (one line on stderr); 3 I/O error.");
+  forward
+      ->add_option("--model", fo.model,
+                   "model name, spec file, or Hugging Face directory (config.json + safetensors)")
+      ->required();
+  forward->add_option("--profile-dir", fo.profile_dir, "profiles directory holding models/");
+  forward->add_option("--ids", fo.ids, "token ids, comma-separated: 1,2,3")
+      ->required()
+      ->delimiter(',');
+  forward->add_option("--kernels", fo.kernels, "reference or fused")->capture_default_str();
+  forward->add_option("--seed", fo.seed, "initial weights of a model that is not a directory")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,6 +97,7 @@ int run_trainer_cli(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (tokenize->parsed()) return run_tokenize_command(tc);
+  if (forward->parsed()) return run_forward(fo);
   if (list_keys) {
     for (const ConfigKey& k : config_keys()) {
       std::cout << k.name << " = " << k.default_text << "  # " << k.type << ": " << k.doc << "\n";

@@ -77,7 +77,9 @@ const std::vector<KeyDef>& key_defs() {
       {"data.max_response_length", &C::max_response_length, at_least(1),
        "most tokens generated per response, including <eos>"},
       {"actor_rollout_ref.model.path", &C::model_path, any(),
-       "model name (profiles/models/NAME.toml) or spec file; --model sets it"},
+       "model name (profiles/models/NAME.toml), spec file, or Hugging Face model directory "
+       "(config.json + safetensors: its weights are loaded, docs/hf-checkpoints.md); --model sets "
+       "it"},
       {"actor_rollout_ref.rollout.n", &C::rollout_n, at_least(1),
        "responses sampled per prompt (the group size)"},
       {"actor_rollout_ref.rollout.temperature", &C::temperature, positive(),

@@ -26,6 +26,7 @@ core::Result<core::SourceFile> DirectoryModelProvider::find(core::CatalogKind ki
     return core::make_error(core::ErrorKind::kNotFound, "grpo-trainer has no cluster profiles");
   }
   const std::string n(name);
+  if (auto hf = io::hf_config_path(n)) return io::read_hf_config(*hf);
   const bool is_path = n.find('/') != std::string::npos ||
                        (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0);
   const fs::path path = is_path ? fs::path(n) : dir_ / (n + ".toml");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "grpo/core/hf_config.h"
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"
 
@@ -371,6 +372,15 @@ Result<ClusterProfile> load_cluster(const SourceProvider& provider, std::string_
 }
 
 Result<ModelSpec> load_model(const SourceProvider& provider, std::string_view name) {
+  GRPO_TRY(SourceFile file, provider.find(CatalogKind::kModel, name));
+  if (file.hf_config) {
+    std::string dir_name = file.path;
+    if (const auto slash = dir_name.rfind('/'); slash != std::string::npos) {
+      dir_name.resize(slash);
+      if (const auto up = dir_name.rfind('/'); up != std::string::npos) dir_name.erase(0, up + 1);
+    }
+    return model_from_hf_config(file.text, file.path, dir_name);
+  }
   std::vector<std::string> chain;
   std::string path;
   GRPO_TRY(TomlValue doc, load_merged(provider, CatalogKind::kModel, name, chain, path));

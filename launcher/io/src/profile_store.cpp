@@ -32,6 +32,23 @@ bool looks_like_path(std::string_view name) {
 
 }  // namespace
 
+std::optional<fs::path> hf_config_path(std::string_view name) {
+  if (name.find('/') == std::string_view::npos) return std::nullopt;
+  std::error_code ec;
+  const fs::path p{std::string(name)};
+  if (fs::is_directory(p, ec)) {
+    if (fs::is_regular_file(p / "config.json", ec)) return p / "config.json";
+    return std::nullopt;
+  }
+  if (p.filename() == "config.json" && fs::is_regular_file(p, ec)) return p;
+  return std::nullopt;
+}
+
+core::Result<core::SourceFile> read_hf_config(const fs::path& config_json) {
+  GRPO_TRY(std::string text, read_file(config_json, 1u << 20));
+  return core::SourceFile{config_json.string(), std::move(text), true};
+}
+
 fs::path executable_path() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -117,6 +134,7 @@ std::optional<fs::path> DirectorySourceProvider::locate(CatalogKind kind,
                                                         std::string_view name) const {
   std::error_code ec;
   if (looks_like_path(name)) {
+    if (auto hf = hf_config_path(name)) return hf;
     fs::path p{std::string(name)};
     if (fs::is_regular_file(p, ec)) return p;
     return std::nullopt;
@@ -149,6 +167,7 @@ core::Result<core::SourceFile> DirectorySourceProvider::find(CatalogKind kind,
                                 std::string(name) + "'" + core::did_you_mean(name, names(kind)) +
                                 "; searched " + searched);
   }
+  if (kind == CatalogKind::kModel && hf_config_path(path->string())) return read_hf_config(*path);
   GRPO_TRY(std::string text, read_file(*path, 1u << 20));
   return core::SourceFile{path->string(), std::move(text)};
 }

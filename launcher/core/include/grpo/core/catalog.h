@@ -20,6 +20,9 @@ std::string_view to_string(CatalogKind kind);
 struct SourceFile {
   std::string path;  // shown in error messages
   std::string text;
+  // A model that is a Hugging Face directory: `text` is its config.json (hf_config.h) and `path`
+  // that file's path; `extends` does not apply.
+  bool hf_config = false;
 };
 
 // Finds the text of a named profile or model. Returns kNotFound (with the places searched in the
@@ -60,7 +63,9 @@ Result<Override> parse_override(std::string_view text);
 Result<ClusterProfile> load_cluster(const SourceProvider& provider, std::string_view name,
                                     const std::vector<Override>& overrides = {});
 
-// Loads a model spec by name, following `extends`.
+// Loads a model spec by name, following `extends`, or from the config.json of a Hugging Face
+// model directory when the provider finds one (SourceFile::hf_config): the one place both
+// grpo-launch and grpo-trainer turn --model into a spec.
 Result<ModelSpec> load_model(const SourceProvider& provider, std::string_view name);
 
 // Parses one model spec document with no `extends` (used by the fuzzer and the trainer).

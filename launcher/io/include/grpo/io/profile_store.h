@@ -41,6 +41,14 @@ SearchPathInputs search_inputs_from_environment(std::vector<std::string> profile
 // The ordered list of directories (existing or not) for these inputs.
 std::vector<std::filesystem::path> profile_search_path(const SearchPathInputs& inputs);
 
+// A model given as a Hugging Face model directory (docs/hf-checkpoints.md): `name` is a path (it
+// contains a '/') to a directory holding config.json, or to a file named config.json. Returns
+// config.json's path; nullopt when `name` is neither. Both providers (this one and grpo-trainer's)
+// use it, so --model DIR means the same to grpo-launch and grpo-trainer.
+std::optional<std::filesystem::path> hf_config_path(std::string_view name);
+// Reads that config.json (at most 1 MiB) into a SourceFile with hf_config set.
+core::Result<core::SourceFile> read_hf_config(const std::filesystem::path& config_json);
+
 class DirectorySourceProvider final : public core::SourceProvider {
  public:
   explicit DirectorySourceProvider(std::vector<std::filesystem::path> search_path);

@@ -1,0 +1,310 @@
+#include "grpo/core/hf_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::core {
+namespace {
+
+using nlohmann::json;
+
+// The 1-based line and column of byte `offset` of `text`.
+SourceLocation location_at(std::string_view text, std::string_view file, std::size_t offset) {
+  SourceLocation loc{std::string(file), 1, 1};
+  offset = std::min(offset, text.size());
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++loc.line;
+      loc.column = 1;
+    } else {
+      ++loc.column;
+    }
+  }
+  return loc;
+}
+
+// Reads config.json's keys with transformers' defaults; errors point at the key's first
+// occurrence in the text (the file itself when the key is absent).
+class ConfigReader {
+ public:
+  ConfigReader(const json& doc, std::string_view text, std::string_view file)
+      : doc_(doc), text_(text), file_(file) {}
+
+  SourceLocation where(std::string_view key) const {
+    const std::string quoted = "\"" + std::string(key) + "\"";
+    const std::size_t at = text_.find(quoted);
+    if (at == std::string_view::npos) return SourceLocation{std::string(file_), 0, 0};
+    return location_at(text_, file_, at);
+  }
+  Error fail(ErrorKind kind, std::string_view key, const std::string& why) const {
+    return make_error(kind, std::string(key) + ": " + why, where(key));
+  }
+  // The value of `key`, or null when absent.
+  const json* get(std::string_view key) const {
+    const auto it = doc_.find(std::string(key));
+    return it == doc_.end() ? nullptr : &*it;
+  }
+  bool is_null(std::string_view key) const {
+    const json* v = get(key);
+    return v == nullptr || v->is_null();
+  }
+
+  Status read_int(std::string_view key, std::int64_t& out, std::int64_t def, std::int64_t lo,
+                  std::int64_t hi) const {
+    const json* v = get(key);
+    if (v == nullptr || v->is_null()) {
+      out = def;
+      return ok_status();
+    }
+    if (!v->is_number_integer()) return fail(ErrorKind::kWrongType, key, "expected an integer");
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
+      return fail(ErrorKind::kInvalidValue, key,
+                  "out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    const std::int64_t x = v->get<std::int64_t>();
+    if (x < lo || x > hi) {
+      return fail(ErrorKind::kInvalidValue, key,
+                  std::to_string(x) + " is out of range [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
+    }
+    out = x;
+    return ok_status();
+  }
+  Status read_positive_double(std::string_view key, double& out, double def) const {
+    const json* v = get(key);
+    if (v == nullptr || v->is_null()) {
+      out = def;
+      return ok_status();
+    }
+    if (!v->is_number()) return fail(ErrorKind::kWrongType, key, "expected a number");
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x <= 0.0) {
+      return fail(ErrorKind::kInvalidValue, key, "expected a positive number");
+    }
+    out = x;
+    return ok_status();
+  }
+  Status read_bool(std::string_view key, bool& out, bool def) const {
+    const json* v = get(key);
+    if (v == nullptr || v->is_null()) {
+      out = def;
+      return ok_status();
+    }
+    if (!v->is_boolean()) return fail(ErrorKind::kWrongType, key, "expected true or false");
+    out = v->get<bool>();
+    return ok_status();
+  }
+
+ private:
+  const json& doc_;
+  std::string_view text_;
+  std::string_view file_;
+};
+
+enum class Arch { kQwen2, kQwen3, kQwen3Moe };
+
+// Upper bounds that keep every product of the counts far from overflow.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxPositions = std::int64_t{1} << 30;
+
+Result<Arch> read_architecture(const ConfigReader& r) {
+  const json* a = r.get("architectures");
+  if (a == nullptr || a->is_null()) {
+    return r.fail(ErrorKind::kInvalidValue, "architectures",
+                  "missing: grpo-trainer reads Qwen2ForCausalLM, Qwen3ForCausalLM and "
+                  "Qwen3MoeForCausalLM checkpoints");
+  }
+  if (!a->is_array() || a->size() != 1 || !(*a)[0].is_string()) {
+    return r.fail(ErrorKind::kWrongType, "architectures", "expected a list of one name");
+  }
+  const std::string name = (*a)[0].get<std::string>();
+  if (name == "Qwen2ForCausalLM") return Arch::kQwen2;
+  if (name == "Qwen3ForCausalLM") return Arch::kQwen3;
+  if (name == "Qwen3MoeForCausalLM") return Arch::kQwen3Moe;
+  return r.fail(ErrorKind::kInvalidValue, "architectures",
+                "unsupported architecture '" + name +
+                    "' (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+}
+
+// rope_scaling (transformers 4.x) and rope_parameters (5.x): only plain RoPE is expressible.
+Status read_rope(const ConfigReader& r, double& theta) {
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* v = r.get(key);
+    if (v == nullptr || v->is_null()) continue;
+    if (!v->is_object()) return r.fail(ErrorKind::kWrongType, key, "expected an object or null");
+    std::string type = "default";
+    for (const char* t : {"rope_type", "type"}) {
+      const auto it = v->find(t);
+      if (it != v->end() && it->is_string()) type = it->get<std::string>();
+    }
+    if (type != "default") {
+      return r.fail(ErrorKind::kInvalidValue, key,
+                    "rope scaling '" + type + "' is not supported (only plain RoPE)");
+    }
+    if (const auto it = v->find("rope_theta"); it != v->end()) {
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0.0) {
+        return r.fail(ErrorKind::kInvalidValue, key, "rope_theta: expected a positive number");
+      }
+      theta = it->get<double>();
+    }
+  }
+  return ok_status();
+}
+
+// Sliding-window attention: transformers uses it only when use_sliding_window is true, and then
+// on layers >= max_window_layers (or those layer_types names "sliding_attention").
+Status check_sliding_window(const ConfigReader& r, std::int64_t num_layers) {
+  bool use = false;
+  GRPO_TRY_STATUS(r.read_bool("use_sliding_window", use, false));
+  if (const json* lt = r.get("layer_types"); lt != nullptr && !lt->is_null()) {
+    if (!lt->is_array()) return r.fail(ErrorKind::kWrongType, "layer_types", "expected a list");
+    for (const json& t : *lt) {
+      if (!t.is_string() || t.get<std::string>() != "full_attention") {
+        if (use || !t.is_string()) {
+          return r.fail(ErrorKind::kInvalidValue, "layer_types",
+                        "only full_attention layers are supported");
+        }
+      }
+    }
+  }
+  if (!use || r.is_null("sliding_window")) return ok_status();
+  std::int64_t max_window_layers = 0;
+  GRPO_TRY_STATUS(r.read_int("max_window_layers", max_window_layers, 28, 0, kMaxLayers));
+  if (max_window_layers >= num_layers) return ok_status();
+  return r.fail(ErrorKind::kInvalidValue, "use_sliding_window",
+                "sliding-window attention (layers " + std::to_string(max_window_layers) +
+                    " and up) is not supported");
+}
+
+// Qwen3-MoE's layer pattern: layer i is dense when it is in mlp_only_layers, else MoE when
+// (i + 1) % decoder_sparse_step == 0 (Qwen3MoeDecoderLayer). ModelSpec expresses "the first k
+// layers dense, the rest MoE", so the dense layers must be exactly a leading prefix.
+Status read_moe(const ConfigReader& r, ModelSpec& m) {
+  GRPO_TRY_STATUS(r.read_int("num_experts", m.num_experts, 128, 0, 1 << 16));
+  GRPO_TRY_STATUS(r.read_int("num_experts_per_tok", m.experts_per_token, 8, 1,
+                             std::max<std::int64_t>(1, m.num_experts)));
+  GRPO_TRY_STATUS(r.read_int("moe_intermediate_size", m.moe_ffn_hidden_size, 768, 1, kMaxDim));
+  GRPO_TRY_STATUS(r.read_bool("norm_topk_prob", m.norm_topk_prob, false));
+  std::int64_t step = 1;
+  GRPO_TRY_STATUS(r.read_int("decoder_sparse_step", step, 1, 1, kMaxLayers));
+  if (step != 1) {
+    return r.fail(ErrorKind::kInvalidValue, "decoder_sparse_step",
+                  std::to_string(step) +
+                      " is not supported (only 1: every layer outside mlp_only_layers is MoE)");
+  }
+  std::vector<std::int64_t> dense;
+  if (const json* v = r.get("mlp_only_layers"); v != nullptr && !v->is_null()) {
+    if (!v->is_array()) return r.fail(ErrorKind::kWrongType, "mlp_only_layers", "expected a list");
+    for (const json& x : *v) {
+      if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
+          x.get<std::int64_t>() >= m.num_layers) {
+        return r.fail(ErrorKind::kInvalidValue, "mlp_only_layers",
+                      "expected layer indices in [0, num_hidden_layers)");
+      }
+      dense.push_back(x.get<std::int64_t>());
+    }
+  }
+  std::sort(dense.begin(), dense.end());
+  dense.erase(std::unique(dense.begin(), dense.end()), dense.end());
+  for (std::size_t i = 0; i < dense.size(); ++i) {
+    if (dense[i] != static_cast<std::int64_t>(i)) {
+      return r.fail(ErrorKind::kInvalidValue, "mlp_only_layers",
+                    "only a leading run of dense layers (0, 1, ..., k-1) is supported; layer " +
+                        std::to_string(dense[i]) + " is dense but layer " + std::to_string(i) +
+                        " is not");
+    }
+  }
+  m.first_k_dense_layers = static_cast<std::int64_t>(dense.size());
+  if (m.num_experts == 0) {  // Qwen3MoeSparseMoeBlock needs experts; 0 would be a dense model
+    return r.fail(ErrorKind::kInvalidValue, "num_experts",
+                  "0 experts: use Qwen3ForCausalLM for a dense model");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_view file_name,
+                                       std::string_view model_name) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    std::string why = e.what();
+    if (const auto colon = why.rfind(": "); colon != std::string::npos) why = why.substr(colon + 2);
+    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    return make_error(ErrorKind::kParse, "not valid JSON: " + why,
+                      location_at(json_text, file_name, at));
+  }
+  if (!doc.is_object()) {
+    return make_error(ErrorKind::kParse, "expected a JSON object", {std::string(file_name), 1, 1});
+  }
+  const ConfigReader r(doc, json_text, file_name);
+  GRPO_TRY(const Arch arch, read_architecture(r));
+
+  ModelSpec m;
+  m.name = std::string(model_name);
+  m.source = std::string(file_name);
+  if (const json* id = r.get("_name_or_path"); id != nullptr && id->is_string()) {
+    m.hf_id = id->get<std::string>();
+  }
+  if (const json* act = r.get("hidden_act"); act != nullptr && !act->is_null()) {
+    if (!act->is_string() || act->get<std::string>() != "silu") {
+      return r.fail(ErrorKind::kInvalidValue, "hidden_act", "only silu (SwiGLU) is supported");
+    }
+  }
+  const bool moe = arch == Arch::kQwen3Moe;
+  // transformers' defaults: Qwen2Config / Qwen3Config (4096 hidden, 22016 FFN, 32 layers) and
+  // Qwen3MoeConfig (2048 hidden, 6144 FFN, 24 layers, 4 KV heads).
+  GRPO_TRY_STATUS(r.read_int("hidden_size", m.hidden_size, moe ? 2048 : 4096, 1, kMaxDim));
+  GRPO_TRY_STATUS(r.read_int("num_hidden_layers", m.num_layers, moe ? 24 : 32, 1, kMaxLayers));
+  GRPO_TRY_STATUS(r.read_int("num_attention_heads", m.num_attention_heads, 32, 1, 1 << 16));
+  GRPO_TRY_STATUS(r.read_int("num_key_value_heads", m.num_kv_heads, moe ? 4 : m.num_attention_heads,
+                             1, m.num_attention_heads));
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    return r.fail(ErrorKind::kInvalidValue, "num_key_value_heads",
+                  "num_attention_heads " + std::to_string(m.num_attention_heads) +
+                      " is not a multiple of it");
+  }
+  // Qwen3Config defaults head_dim to 128; Qwen2's and Qwen3-MoE's attention read it with
+  // hidden_size / num_attention_heads as the fallback.
+  const std::int64_t derived_head_dim = m.hidden_size / m.num_attention_heads;
+  GRPO_TRY_STATUS(r.read_int("head_dim", m.head_dim, arch == Arch::kQwen3 ? 128 : derived_head_dim,
+                             2, 1 << 16));
+  if (m.head_dim % 2 != 0 || m.head_dim < 2) {
+    return r.fail(ErrorKind::kInvalidValue, "head_dim", "rotary embeddings need an even head_dim");
+  }
+  GRPO_TRY_STATUS(
+      r.read_int("intermediate_size", m.ffn_hidden_size, moe ? 6144 : 22016, 1, kMaxDim));
+  GRPO_TRY_STATUS(r.read_int("vocab_size", m.vocab_size, 151936, 1, kMaxVocab));
+  GRPO_TRY_STATUS(r.read_bool("tie_word_embeddings", m.tied_embeddings, false));
+  GRPO_TRY_STATUS(r.read_positive_double("rope_theta", m.rope_theta, 10000.0));
+  GRPO_TRY_STATUS(read_rope(r, m.rope_theta));
+  GRPO_TRY_STATUS(r.read_positive_double("rms_norm_eps", m.rms_norm_eps, 1e-6));
+  GRPO_TRY_STATUS(
+      r.read_int("max_position_embeddings", m.max_position_embeddings, 32768, 1, kMaxPositions));
+  GRPO_TRY_STATUS(check_sliding_window(r, m.num_layers));
+  if (arch == Arch::kQwen2) {
+    m.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o_proj without
+    m.qk_norm = false;
+  } else {
+    bool bias = false;  // Qwen3Attention: attention_bias on q, k, v and o alike
+    GRPO_TRY_STATUS(r.read_bool("attention_bias", bias, false));
+    if (bias) {
+      return r.fail(ErrorKind::kInvalidValue, "attention_bias",
+                    "true is not supported (a bias on o_proj)");
+    }
+    m.qk_norm = true;
+  }
+  if (moe) GRPO_TRY_STATUS(read_moe(r, m));
+  return m;
+}
+
+}  // namespace grpo::core

@@ -1,0 +1,338 @@
+// config.json -> ModelSpec (core/hf_config.h): real published config.json files give the same
+// spec as the shipped profiles of those models, transformers' defaults fill absent keys, and what
+// ModelSpec cannot express is refused with one line naming the key.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "grpo/core/catalog.h"
+#include "grpo/core/hf_config.h"
+#include "grpo/io/profile_store.h"
+#include "test_support.h"
+
+namespace grpo::core {
+namespace {
+namespace fs = std::filesystem;
+
+// Copies of the config.json files Qwen publishes on Hugging Face, as given at
+//   https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json
+//   https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
+//   https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json
+//   https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json (the base model's)
+// (keys and values as published; taken from a public collection of these files on GitHub, with
+// Qwen's key order and formatting).
+const char* kQwen3_8B = R"({
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 12288,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 36,
+  "model_type": "qwen3",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 36,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+)";
+
+const char* kQwen3_30B_A3B = R"({
+  "architectures": [
+    "Qwen3MoeForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 6144,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 48,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768,
+  "norm_topk_prob": true,
+  "num_attention_heads": 32,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 48,
+  "num_key_value_heads": 4,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+)";
+
+const char* kQwen3_32B = R"({
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 5120,
+  "initializer_range": 0.02,
+  "intermediate_size": 25600,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 64,
+  "model_type": "qwen3",
+  "num_attention_heads": 64,
+  "num_hidden_layers": 64,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+)";
+
+const char* kQwen25_7B = R"({
+  "architectures": [
+    "Qwen2ForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151643,
+  "hidden_act": "silu",
+  "hidden_size": 3584,
+  "initializer_range": 0.02,
+  "intermediate_size": 18944,
+  "max_position_embeddings": 131072,
+  "max_window_layers": 28,
+  "model_type": "qwen2",
+  "num_attention_heads": 28,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 4,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 131072,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.1",
+  "use_cache": true,
+  "use_mrope": false,
+  "use_sliding_window": false,
+  "vocab_size": 152064
+}
+)";
+
+ModelSpec parse_ok(const std::string& text) {
+  auto m = model_from_hf_config(text, "dir/config.json", "dir");
+  EXPECT_TRUE(m.ok()) << m.error().str();
+  return m.ok() ? m.value() : ModelSpec{};
+}
+
+// The architecture fields (not name, hf_id, source, published_params) are the same.
+void expect_same_architecture(const ModelSpec& a, const ModelSpec& b) {
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.num_layers, b.num_layers);
+  EXPECT_EQ(a.num_attention_heads, b.num_attention_heads);
+  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.ffn_hidden_size, b.ffn_hidden_size);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.tied_embeddings, b.tied_embeddings);
+  EXPECT_EQ(a.qkv_bias, b.qkv_bias);
+  EXPECT_EQ(a.qk_norm, b.qk_norm);
+  EXPECT_DOUBLE_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_DOUBLE_EQ(a.rms_norm_eps, b.rms_norm_eps);
+  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
+  EXPECT_EQ(a.num_experts, b.num_experts);
+  EXPECT_EQ(a.experts_per_token, b.experts_per_token);
+  EXPECT_EQ(a.moe_ffn_hidden_size, b.moe_ffn_hidden_size);
+  EXPECT_EQ(a.num_shared_experts, b.num_shared_experts);
+  EXPECT_EQ(a.shared_expert_ffn_hidden_size, b.shared_expert_ffn_hidden_size);
+  EXPECT_EQ(a.shared_expert_gate, b.shared_expert_gate);
+  EXPECT_EQ(a.norm_topk_prob, b.norm_topk_prob);
+  EXPECT_EQ(a.first_k_dense_layers, b.first_k_dense_layers);
+  EXPECT_EQ(count_params(a).total(), count_params(b).total());
+}
+
+TEST(HfConfig, PublishedConfigsGiveTheShippedProfiles) {
+  expect_same_architecture(parse_ok(kQwen3_8B), test::model("qwen3-8b"));
+  expect_same_architecture(parse_ok(kQwen3_30B_A3B), test::model("qwen3-30b-moe"));
+  expect_same_architecture(parse_ok(kQwen3_32B), test::model("qwen3-32b"));
+}
+
+TEST(HfConfig, Qwen25BaseDiffersFromTheInstructProfileOnlyInContextLength) {
+  // profiles/models/qwen2.5-7b.toml is Qwen2.5-7B-Instruct (max_position_embeddings 32768, its
+  // config.json quoted in the profile); the base model's config says 131072. Everything else,
+  // including head_dim = 3584 / 28 = 128 derived and q/k/v bias, is the same.
+  ModelSpec base = parse_ok(kQwen25_7B);
+  EXPECT_EQ(base.max_position_embeddings, 131072);
+  EXPECT_TRUE(base.qkv_bias);
+  EXPECT_FALSE(base.qk_norm);
+  base.max_position_embeddings = 32768;
+  expect_same_architecture(base, test::model("qwen2.5-7b"));
+}
+
+TEST(HfConfig, NamesTheSpecAfterTheDirectory) {
+  auto m = model_from_hf_config(kQwen3_8B, "/models/Qwen3-8B/config.json", "Qwen3-8B");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->name, "Qwen3-8B");
+  EXPECT_EQ(m->source, "/models/Qwen3-8B/config.json");
+  EXPECT_EQ(m->published_params, 0);
+}
+
+TEST(HfConfig, AbsentKeysTakeTransformersDefaults) {
+  // Qwen2Config: num_key_value_heads defaults to num_attention_heads, head_dim is derived,
+  // rope_theta 10000, rms_norm_eps 1e-6, max_position_embeddings 32768, untied.
+  ModelSpec q2 = parse_ok(R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 96,
+    "vocab_size": 100})");
+  EXPECT_EQ(q2.num_kv_heads, 4);
+  EXPECT_EQ(q2.head_dim, 16);
+  EXPECT_DOUBLE_EQ(q2.rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(q2.rms_norm_eps, 1e-6);
+  EXPECT_EQ(q2.max_position_embeddings, 32768);
+  EXPECT_FALSE(q2.tied_embeddings);
+  // Qwen3Config: head_dim defaults to 128 whatever hidden_size / heads is.
+  ModelSpec q3 = parse_ok(R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64,
+    "num_attention_heads": 4, "num_hidden_layers": 2})");
+  EXPECT_EQ(q3.head_dim, 128);
+  EXPECT_EQ(q3.ffn_hidden_size, 22016);
+  EXPECT_EQ(q3.vocab_size, 151936);
+  // Qwen3MoeConfig: norm_topk_prob defaults to false, 128 experts top-8 of 768, 4 KV heads.
+  ModelSpec moe = parse_ok(R"({"architectures": ["Qwen3MoeForCausalLM"]})");
+  EXPECT_FALSE(moe.norm_topk_prob);
+  EXPECT_EQ(moe.num_experts, 128);
+  EXPECT_EQ(moe.experts_per_token, 8);
+  EXPECT_EQ(moe.moe_ffn_hidden_size, 768);
+  EXPECT_EQ(moe.num_kv_heads, 4);
+  EXPECT_EQ(moe.hidden_size, 2048);
+  EXPECT_EQ(moe.head_dim, 2048 / 32);
+  EXPECT_EQ(moe.num_layers, 24);
+}
+
+TEST(HfConfig, LeadingMlpOnlyLayersAreDenseLayers) {
+  ModelSpec m = parse_ok(R"({"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 6,
+    "mlp_only_layers": [1, 0]})");
+  EXPECT_EQ(m.first_k_dense_layers, 2);
+  EXPECT_EQ(m.moe_layers(), 4);
+}
+
+// One line, the key named, at the key's line and column in the file.
+void expect_refused(const std::string& text, const std::string& key, ErrorKind kind,
+                    std::uint32_t line) {
+  auto m = model_from_hf_config(text, "m/config.json", "m");
+  ASSERT_FALSE(m.ok()) << text;
+  const std::string msg = m.error().str();
+  EXPECT_EQ(m.error().kind, kind) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_NE(msg.find(key), std::string::npos) << msg;
+  EXPECT_EQ(m.error().where.line, line) << msg;
+  EXPECT_EQ(msg.rfind("m/config.json:", 0), 0u) << msg;
+}
+
+TEST(HfConfig, RefusesWhatModelSpecCannotExpress) {
+  const std::string moe = "{\"architectures\": [\"Qwen3MoeForCausalLM\"],\n";
+  expect_refused(moe + "\"decoder_sparse_step\": 2}", "decoder_sparse_step",
+                 ErrorKind::kInvalidValue, 2);
+  expect_refused(moe + "\"mlp_only_layers\": [0, 2]}", "mlp_only_layers", ErrorKind::kInvalidValue,
+                 2);
+  expect_refused(moe + "\"mlp_only_layers\": [99]}", "mlp_only_layers", ErrorKind::kInvalidValue,
+                 2);
+  const std::string q3 = "{\"architectures\": [\"Qwen3ForCausalLM\"],\n";
+  expect_refused(q3 + "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}",
+                 "rope_scaling", ErrorKind::kInvalidValue, 2);
+  expect_refused(q3 + "\"num_hidden_layers\": 4,\n\"use_sliding_window\": true,\n"
+                      "\"sliding_window\": 4096, \"max_window_layers\": 2}",
+                 "use_sliding_window", ErrorKind::kInvalidValue, 3);
+  expect_refused(q3 + "\"attention_bias\": true}", "attention_bias", ErrorKind::kInvalidValue, 2);
+  expect_refused(q3 + "\"hidden_act\": \"gelu\"}", "hidden_act", ErrorKind::kInvalidValue, 2);
+  expect_refused(q3 + "\"hidden_size\": \"big\"}", "hidden_size", ErrorKind::kWrongType, 2);
+  expect_refused(q3 + "\"num_attention_heads\": 6, \"num_key_value_heads\": 4}",
+                 "num_key_value_heads", ErrorKind::kInvalidValue, 2);
+  expect_refused(q3 + "\"vocab_size\": -1}", "vocab_size", ErrorKind::kInvalidValue, 2);
+  expect_refused("{\n  \"architectures\": [\"LlamaForCausalLM\"]}", "LlamaForCausalLM",
+                 ErrorKind::kInvalidValue, 2);
+  expect_refused("{\"model_type\": \"qwen2\"}", "architectures", ErrorKind::kInvalidValue, 0);
+}
+
+TEST(HfConfig, DisabledSlidingWindowAndPlainRopeAreAccepted) {
+  // Qwen2.5's configs carry sliding_window with use_sliding_window false; a sliding window that
+  // starts past the last layer (max_window_layers >= num_hidden_layers) never applies.
+  parse_ok(R"({"architectures": ["Qwen2ForCausalLM"], "sliding_window": 4096,
+    "use_sliding_window": false, "rope_scaling": null})");
+  parse_ok(R"({"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 4,
+    "sliding_window": 4096, "use_sliding_window": true, "max_window_layers": 4})");
+  ModelSpec m = parse_ok(R"({"architectures": ["Qwen3ForCausalLM"],
+    "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0}})");
+  EXPECT_DOUBLE_EQ(m.rope_theta, 5e6);
+}
+
+TEST(HfConfig, BadJsonIsOneLineWithLineAndColumn) {
+  auto m =
+      model_from_hf_config("{\n  \"architectures\": [\"Qwen3ForCausalLM\"],,\n}", "c.json", "c");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, ErrorKind::kParse);
+  EXPECT_EQ(m.error().where.line, 2u) << m.error().str();
+  EXPECT_EQ(m.error().str().find('\n'), std::string::npos);
+  EXPECT_FALSE(model_from_hf_config("[1, 2]", "c.json", "c").ok());
+  EXPECT_FALSE(model_from_hf_config("", "c.json", "c").ok());
+}
+
+// --model DIR: the launcher's search-path provider (and grpo-trainer's, which shares
+// io::hf_config_path) reads the directory's config.json through core::load_model.
+TEST(HfConfig, LoadModelTakesAHuggingFaceDirectory) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("grpo-hf-" + std::to_string(::getpid())) / "Qwen3-30B-A3B";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << kQwen3_30B_A3B;
+  const io::DirectorySourceProvider provider({});
+  for (const std::string& name : {dir.string(), (dir / "config.json").string()}) {
+    auto m = load_model(provider, name);
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    EXPECT_EQ(m->name, "Qwen3-30B-A3B");
+    expect_same_architecture(*m, test::model("qwen3-30b-moe"));
+  }
+  // A directory without config.json is not a model.
+  fs::remove(dir / "config.json");
+  EXPECT_FALSE(load_model(provider, dir.string()).ok());
+  fs::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace grpo::core
