@@ -61,6 +61,9 @@ struct SupervisorConfig {
   double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
   double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
   double end_margin_s = 0;          // yield this long before the job's end time (0: derived)
+  // The job's mean time between failures before any is seen (trainer.save_freq = auto): the
+  // profile's node_mtbf_hours / nodes, in seconds. 0: the default node figure / nodes.
+  double mtbf_prior_s = 0;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
