@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,6 +74,9 @@ struct RunContext {
   std::unique_ptr<TaskData> data;  // set up by the run loop
   ParallelState par;               // the layout this rank runs (set up by the run loop)
   std::string phase = "setup";
+  // Called before an injected fault ends or freezes the process (the run loop lets a background
+  // checkpoint write finish: fault tests see every earlier checkpoint on disk). May be empty.
+  std::function<void()> before_fatal_fault;
 
   // Sets the phase and sends a heartbeat for it.
   void enter_phase(std::int64_t s, const std::string& name);
