@@ -80,5 +80,19 @@ TEST(SupervisorMtbf, PriorUntilAFailureThenTheRunsOwnRate) {
   fs::remove_all(dir);
 }
 
+// supervisor.json keeps the prior; one written before it existed reads as 0 (the default).
+TEST(SupervisorMtbf, PriorRoundTripsThroughSupervisorJson) {
+  SupervisorConfig c;
+  c.mtbf_prior_s = 5400;
+  auto back = supervisor_config_from_json(supervisor_config_to_json(c), "supervisor.json");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->mtbf_prior_s, 5400);
+  auto j = supervisor_config_to_json(c);
+  j.erase("mtbf_prior_s");
+  auto old = supervisor_config_from_json(j, "supervisor.json");
+  ASSERT_TRUE(old.ok()) << old.error().str();
+  EXPECT_EQ(old->mtbf_prior_s, 0);
+}
+
 }  // namespace
 }  // namespace grpo::supervise
