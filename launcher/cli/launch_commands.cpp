@@ -240,6 +240,7 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
   c.stop_grace_s = f.stop_grace_s;
   c.health_check = f.health_check;
   c.health_gpus = plan.cluster.device.vendor == core::DeviceVendor::kNvidia;
+  c.mtbf_prior_s = plan.cluster.node_mtbf_hours * 3600.0 / std::max(1, plan.rank_map.nodes);
   if (embedded) {
     // The supervisor passes the micro batch after every other --set (OOM remediation changes
     // it), so it starts from the user's --set of the key when there is one: the user's setting

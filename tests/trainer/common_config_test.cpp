@@ -104,6 +104,32 @@ TEST(Config, ToTomlRoundTrips) {
   EXPECT_EQ(to_toml(d), text);
 }
 
+// trainer.save_freq takes an integer or "auto" (the Young-Daly interval), from --set and TOML,
+// and "auto" survives the round trip through config.toml.
+TEST(Config, SaveFreqAuto) {
+  TrainerConfig c;
+  EXPECT_TRUE(c.async_save);
+  ASSERT_TRUE(apply_override(c, "trainer.save_freq=auto").ok());
+  EXPECT_EQ(c.save_freq, kSaveFreqAuto);
+  const std::string text = to_toml(c);
+  EXPECT_NE(text.find("trainer.save_freq = \"auto\""), std::string::npos) << text;
+  TrainerConfig d;
+  ASSERT_TRUE(apply_toml(d, text, "back.toml").ok());
+  EXPECT_EQ(d.save_freq, kSaveFreqAuto);
+  ASSERT_TRUE(apply_toml(d, "[trainer]\nsave_freq = 7\nasync_save = false\n", "x.toml").ok());
+  EXPECT_EQ(d.save_freq, 7);
+  EXPECT_FALSE(d.async_save);
+  ASSERT_TRUE(apply_toml(d, "[trainer]\nsave_freq = \"auto\"\n", "x.toml").ok());
+  EXPECT_EQ(d.save_freq, kSaveFreqAuto);
+  auto bad = apply_toml(d, "[trainer]\nsave_freq = \"often\"\n", "x.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().str(), "x.toml:2:13: trainer.save_freq: expected an integer or \"auto\"");
+  auto bad_set = apply_override(d, "trainer.save_freq=often");
+  ASSERT_FALSE(bad_set.ok());
+  EXPECT_EQ(bad_set.error().str(), "trainer.save_freq: expected an integer, got 'often'");
+  EXPECT_FALSE(apply_override(d, "trainer.save_freq=-2").ok());  // the sentinel is not a number
+}
+
 // Every key is documented in docs/trainer-config.md.
 TEST(Config, EveryKeyIsDocumented) {
   std::ifstream in(std::string(GRPO_SOURCE_DIR) + "/docs/trainer-config.md");

@@ -138,6 +138,12 @@ TEST(EmbeddedTrainerLayout, TrainsOnTheProfilesDevices) {
   EXPECT_EQ(device_of("a100x8"), "cuda");
   EXPECT_EQ(device_of("h20-96g-x8"), "cuda");
   EXPECT_EQ(device_of("local-cpu"), "cpu");
+  // Asynchronous checkpoint writes only where a core is spare (GPU hosts).
+  Plan gpu, cpu;
+  gpu.cluster = test::cluster("a100x8");
+  cpu.cluster = test::cluster("local-cpu");
+  EXPECT_EQ(last_trainer_set(trainer_settings(gpu), "trainer.async_save"), "true");
+  EXPECT_EQ(last_trainer_set(trainer_settings(cpu), "trainer.async_save"), "false");
   EXPECT_EQ(embedded_trainer_unsupported_device(test::cluster("a100x8")), "");
   EXPECT_EQ(embedded_trainer_unsupported_device(test::cluster("npu-910b-x8")),
             "the embedded trainer runs on CPUs and NVIDIA GPUs; npu-910b-x8 has Ascend NPUs (run "

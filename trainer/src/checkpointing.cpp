@@ -169,110 +169,230 @@ core::Status Checkpointer::resume(TrainState& st) {
   return core::ok_status();
 }
 
-core::Status Checkpointer::save(TrainState& st, std::int64_t s, const std::string& reason) {
+struct StagedCheckpoint {
+  std::int64_t step = 0;
+  std::string reason;
+  bool async = false;
+  NamedTensors model, optim, ref, rng;
+  bool has_ref = false;
+  json state;  // trainer_state.json
+  std::string config_toml;
+  json meta;  // manifest metadata, weights_sha256 added by the writer
+  std::int64_t keep_last = 1;
+  std::optional<Fault> torn, corrupt;
+  std::chrono::steady_clock::time_point t0;  // the save began
+  double blocking_s = 0;                     // the training loop was stopped this long
+  double write_s = 0;                        // set by the writer
+};
+
+Checkpointer::~Checkpointer() {
+  drain();
+}
+
+void Checkpointer::drain() {
+  if (writer_.joinable()) writer_.join();
+}
+
+core::Status Checkpointer::wait() {
+  if (!pending_) return core::ok_status();
+  pending_ = false;
+  at::Tensor status = at::zeros({1}, at::kLong);
+  std::string message;
+  if (ctx_.rank == 0) {
+    // A long write must not look like a hang: heartbeats while waiting.
+    while (outcome_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      ctx_.tel.maybe_heartbeat(pending_step_, ctx_.phase);
+    }
+    drain();
+    const core::Status st = outcome_.get();
+    last_write_s_ = *write_s_;
+    if (!st.ok()) {
+      status[0] = 1;
+      message = st.error().message;
+    }
+  }
+  GRPO_TRY_STATUS(ctx_.comm->broadcast(status, 0));
+  if (status.item<std::int64_t>() != 0) {
+    return make_error(ErrorKind::kIo, ctx_.rank == 0
+                                          ? "checkpoint of step " + std::to_string(pending_step_) +
+                                                " failed: " + message
+                                          : "rank 0 failed to checkpoint");
+  }
+  return core::ok_status();
+}
+
+core::Result<fs::path> Checkpointer::write(StagedCheckpoint& c) {
+  const auto tw = std::chrono::steady_clock::now();
+  const std::int64_t s = c.step;
+  GRPO_TRY(CheckpointWriter w, store_.begin(s));
+  const std::string model_bytes = to_safetensors(c.model);
+  if (c.torn) {
+    ctx_.tel.emit("fault_injected",
+                  {{"fault", c.torn->text}, {"step", s}, {"phase", "checkpoint"}});
+    (void)write_file_synced(w.dir() / "model.safetensors",
+                            std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
+    std::fflush(nullptr);
+    _exit(kExitInjectedCrash);
+  }
+  GRPO_TRY_STATUS(w.write_file("model.safetensors", model_bytes));
+  GRPO_TRY_STATUS(w.write_file("optimizer.safetensors", to_safetensors(c.optim)));
+  if (c.has_ref) {
+    GRPO_TRY_STATUS(w.write_file("reference.safetensors", to_safetensors(c.ref)));
+  }
+  GRPO_TRY_STATUS(w.write_file("rng.safetensors", to_safetensors(c.rng)));
+  GRPO_TRY_STATUS(w.write_file("trainer_state.json", c.state.dump(2) + "\n"));
+  GRPO_TRY_STATUS(w.write_file("config.toml", c.config_toml));
+  // The SHA-256 of the copy is the live weights' (full_weights_sha256): same names, same order.
+  const std::string sha = tensors_sha256(c.model);
+  c.meta["weights_sha256"] = sha;
+  GRPO_TRY(fs::path final_dir, store_.commit(std::move(w), c.meta, c.keep_last));
+  if (c.corrupt) {
+    ctx_.tel.emit("fault_injected",
+                  {{"fault", c.corrupt->text}, {"step", s}, {"phase", "checkpoint"}});
+    // Flip bytes in the middle of the committed model file: the manifest no longer matches.
+    auto data = store_.read(final_dir, "model.safetensors");
+    if (data.ok() && !data->empty()) {
+      std::string d = std::move(data).value();
+      for (std::size_t i = d.size() / 2; i < std::min(d.size(), d.size() / 2 + 64); ++i) {
+        d[i] = static_cast<char>(~d[i]);
+      }
+      (void)write_file_synced(final_dir / "model.safetensors", d);
+    }
+  }
+  c.write_s = seconds_since(tw);
+  const double secs = seconds_since(c.t0);
+  if (!c.async) c.blocking_s = secs;
+  const std::int64_t bytes = CheckpointStore::bytes_on_disk(final_dir);
+  spdlog::info("checkpoint {} saved ({} bytes, {:.3f} s, training stopped {:.3f} s, {}{})",
+               final_dir.string(), bytes, secs, c.blocking_s, c.reason,
+               c.async ? ", written in the background" : "");
+  ctx_.tel.emit("checkpoint_saved", {{"step", s},
+                                     {"path", final_dir.string()},
+                                     {"bytes", bytes},
+                                     {"seconds", secs},
+                                     {"blocking_s", c.blocking_s},
+                                     {"write_s", c.write_s},
+                                     {"async", c.async},
+                                     {"reason", c.reason},
+                                     {"weights_sha256", sha}});
+  return final_dir;
+}
+
+core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const std::string& reason) {
   const TrainerConfig& cfg = ctx_.cfg;
   const int rank = ctx_.rank;
   const int world = ctx_.world;
   ctx_.enter_phase(s, "checkpoint");
   const auto t0 = std::chrono::steady_clock::now();
+  GRPO_TRY_STATUS(wait());
+  // Only periodic saves go to the background: a final, requested or stopping save is one the
+  // caller (or the supervisor, before a preemption) needs on disk when this returns.
+  const bool async = cfg.async_save && reason == "periodic";
   // Gather every rank's sampling RNG state at rank 0 (rows of zeros elsewhere, summed).
   at::Tensor mine = compat::generator_state(st.sample_gen);
   at::Tensor all = at::zeros({world, mine.numel()}, at::kByte);
   all[rank].copy_(mine);
   GRPO_TRY_STATUS(ctx_.comm->allreduce_sum(all));
 
-  at::Tensor status = at::zeros({1}, at::kLong);
-  std::string path_text;
-  std::int64_t bytes = 0;
-  std::string message;
-  GRPO_TRY(const std::string sha, full_weights_sha256(ctx_, *st.model));
-  // Rank 0 writes the unsharded tensors: any layout can load them.
-  NamedTensors model_full, optim_full, ref_full;
+  // Rank 0 writes the unsharded tensors: any layout can load them. What it holds itself is the
+  // live tensor, copied when the write goes to the background (training changes it next step);
+  // what came from another rank is already a copy.
+  auto c = std::make_unique<StagedCheckpoint>();
+  c->step = s;
+  c->reason = reason;
+  c->async = async;
+  c->t0 = t0;
   const std::vector<FullTensor> params = full_params(ctx_, *st.model);
-  auto into = [](NamedTensors& out) {
-    return [&out](const FullTensor& f, const at::Tensor& t) { out.emplace_back(f.name, t); };
+  // The copies go into the previous save's host buffers when the shapes match (its writer is
+  // done with them: wait() above), so only the first asynchronous save allocates them.
+  std::size_t staged = 0;
+  auto into = [this, async, &staged](NamedTensors& out) {
+    return [this, &out, async, &staged](const FullTensor& f, const at::Tensor& t) {
+      if (!async || f.owner != 0) {
+        out.emplace_back(f.name, t);
+        return;
+      }
+      if (staged < staging_.size() && staging_[staged].sizes() == t.sizes() &&
+          staging_[staged].scalar_type() == t.scalar_type()) {
+        staging_[staged].copy_(t);
+      } else if (staged < staging_.size()) {
+        staging_[staged] = t.detach().clone();
+      } else {
+        staging_.push_back(t.detach().clone());
+      }
+      out.emplace_back(f.name, staging_[staged++]);
+    };
   };
-  GRPO_TRY_STATUS(gather_full(ctx_, params, st.model->named_params(), false, into(model_full)));
+  GRPO_TRY_STATUS(gather_full(ctx_, params, st.model->named_params(), false, into(c->model)));
   GRPO_TRY_STATUS(
-      gather_full(ctx_, full_optimizer_states(params), st.optim->state(), false, into(optim_full)));
+      gather_full(ctx_, full_optimizer_states(params), st.optim->state(), false, into(c->optim)));
   if (st.grpo_started) {
-    GRPO_TRY_STATUS(gather_full(ctx_, params, st.ref->named_params(), false, into(ref_full)));
+    GRPO_TRY_STATUS(gather_full(ctx_, params, st.ref->named_params(), false, into(c->ref)));
   }
   if (rank == 0) {
-    auto write = [&]() -> core::Result<fs::path> {
-      GRPO_TRY(CheckpointWriter w, store_.begin(s));
-      const std::string model_bytes = to_safetensors(model_full);
-      if (auto f = ctx_.faults.take(FaultKind::kTornCkpt, s, "checkpoint")) {
-        ctx_.tel.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
-        (void)write_file_synced(w.dir() / "model.safetensors",
-                                std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
-        std::fflush(nullptr);
-        _exit(kExitInjectedCrash);
-      }
-      GRPO_TRY_STATUS(w.write_file("model.safetensors", model_bytes));
-      GRPO_TRY_STATUS(w.write_file("optimizer.safetensors", to_safetensors(optim_full)));
-      if (st.grpo_started) {
-        GRPO_TRY_STATUS(w.write_file("reference.safetensors", to_safetensors(ref_full)));
-      }
-      NamedTensors rng;
-      for (int r = 0; r < world; ++r) rng.emplace_back("rank" + std::to_string(r), all[r].clone());
-      GRPO_TRY_STATUS(w.write_file("rng.safetensors", to_safetensors(rng)));
-      json state = {{"step", s},
-                    {"data_cursor", st.data_cursor},
-                    {"grpo_started", st.grpo_started},
-                    {"optimizer_steps", st.optim->steps()},
-                    {"world_size", world},
-                    {"layout", ctx_.par.describe()},
-                    {"data_ranks", ctx_.par.data_ranks()},
-                    {"seed", cfg.seed},
-                    {"model", ctx_.spec.name},
-                    {"torch_version", compat::torch_version()},
-                    {"threads", at::get_num_threads()}};
-      GRPO_TRY_STATUS(w.write_file("trainer_state.json", state.dump(2) + "\n"));
-      GRPO_TRY_STATUS(w.write_file("config.toml", to_toml(cfg)));
-      json meta = {{"world_size", world},   {"phase", st.grpo_started ? "grpo" : "sft"},
-                   {"reason", reason},      {"model", ctx_.spec.name},
-                   {"weights_sha256", sha}, {"trainer_version", std::string(version())}};
-      GRPO_TRY(fs::path final_dir, store_.commit(std::move(w), meta, cfg.max_ckpt_to_keep));
-      if (auto f = ctx_.faults.take(FaultKind::kCorruptCkpt, s, "checkpoint")) {
-        ctx_.tel.emit("fault_injected", {{"fault", f->text}, {"step", s}, {"phase", "checkpoint"}});
-        // Flip bytes in the middle of the committed model file: the manifest no longer matches.
-        auto data = store_.read(final_dir, "model.safetensors");
-        if (data.ok() && !data->empty()) {
-          std::string d = std::move(data).value();
-          for (std::size_t i = d.size() / 2; i < std::min(d.size(), d.size() / 2 + 64); ++i) {
-            d[i] = static_cast<char>(~d[i]);
-          }
-          (void)write_file_synced(final_dir / "model.safetensors", d);
+    c->has_ref = st.grpo_started;
+    for (int r = 0; r < world; ++r) c->rng.emplace_back("rank" + std::to_string(r), all[r].clone());
+    c->state = {{"step", s},
+                {"data_cursor", st.data_cursor},
+                {"grpo_started", st.grpo_started},
+                {"optimizer_steps", st.optim->steps()},
+                {"world_size", world},
+                {"layout", ctx_.par.describe()},
+                {"data_ranks", ctx_.par.data_ranks()},
+                {"seed", cfg.seed},
+                {"model", ctx_.spec.name},
+                {"torch_version", compat::torch_version()},
+                {"threads", at::get_num_threads()}};
+    c->config_toml = to_toml(cfg);
+    c->meta = {{"world_size", world},
+               {"phase", st.grpo_started ? "grpo" : "sft"},
+               {"reason", reason},
+               {"model", ctx_.spec.name},
+               {"trainer_version", std::string(version())}};
+    c->keep_last = cfg.max_ckpt_to_keep;
+    c->torn = ctx_.faults.take(FaultKind::kTornCkpt, s, "checkpoint");
+    c->corrupt = ctx_.faults.take(FaultKind::kCorruptCkpt, s, "checkpoint");
+  }
+  if (async) {
+    pending_ = true;
+    pending_step_ = s;
+    if (rank == 0) {
+      c->blocking_s = seconds_since(t0);
+      auto promise = std::make_shared<std::promise<core::Status>>();
+      outcome_ = promise->get_future();
+      write_s_ = std::make_shared<double>(0.0);
+      writer_ = std::thread([this, staged = std::move(c), promise, ws = write_s_]() {
+        core::Status outcome = core::ok_status();
+        try {
+          auto r = write(*staged);
+          if (!r.ok()) outcome = r.error();
+        } catch (const std::exception& e) {
+          outcome = make_error(ErrorKind::kIo, std::string("writing the checkpoint: ") + e.what());
         }
-      }
-      return final_dir;
-    };
-    auto result = write();
+        *ws = staged->write_s;
+        promise->set_value(std::move(outcome));
+      });
+    }
+    return seconds_since(t0);
+  }
+  at::Tensor status = at::zeros({1}, at::kLong);
+  std::string message;
+  if (rank == 0) {
+    auto result = write(*c);
     if (result.ok()) {
-      path_text = result->string();
-      bytes = CheckpointStore::bytes_on_disk(*result);
+      last_write_s_ = c->write_s;
     } else {
-      status[0] = exit_code_for(result.error()) == kExitIo ? 1 : 2;
+      status[0] = 1;
       message = result.error().message;
     }
   }
+  c.reset();
   GRPO_TRY_STATUS(ctx_.comm->broadcast(status, 0));
   if (status.item<std::int64_t>() != 0) {
     return make_error(ErrorKind::kIo,
                       rank == 0 ? "checkpoint failed: " + message : "rank 0 failed to checkpoint");
   }
-  if (rank == 0) {
-    const double secs = seconds_since(t0);
-    spdlog::info("checkpoint {} saved ({} bytes, {:.3f} s, {})", path_text, bytes, secs, reason);
-    ctx_.tel.emit("checkpoint_saved", {{"step", s},
-                                       {"path", path_text},
-                                       {"bytes", bytes},
-                                       {"seconds", secs},
-                                       {"reason", reason},
-                                       {"weights_sha256", sha}});
-  }
-  return core::ok_status();
+  return seconds_since(t0);
 }
 
 }  // namespace grpo::trainer

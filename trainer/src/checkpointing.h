@@ -3,11 +3,21 @@
 // GRPO started, every rank's sampling RNG state, trainer_state.json and config.toml. Rank 0 reads
 // and writes the files through CheckpointStore (atomic commit, manifests, retention); the other
 // ranks get everything by broadcast, so only rank 0 needs to see the run directory.
+//
+// Asynchronous saves (trainer.async_save, docs/checkpoint-format.md "Asynchronous saves"): every
+// collective of a save (the RNG all-reduce, the gathers of the unsharded tensors, the outcome's
+// broadcast) stays on the training thread, in the same order on every rank; rank 0 copies what
+// it gathered to host memory and one background thread serializes, hashes, writes and commits
+// it, touching no communicator. The next save, the end of the run and every stop wait for it.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "grpo/core/result.h"
 #include "grpo/trainer/checkpoint_store.h"
@@ -15,10 +25,17 @@
 
 namespace grpo::trainer {
 
+// What rank 0 hands to the writer: everything a checkpoint holds (checkpointing.cpp).
+struct StagedCheckpoint;
+
 class Checkpointer {
  public:
   // Checkpoints live in `root` (<run_dir>/checkpoints).
   Checkpointer(RunContext& ctx, std::filesystem::path root);
+  // Waits for a background write (without telling the other ranks).
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
 
   // Loads the checkpoint trainer.resume_mode asks for into `st` (auto: the newest that
   // verifies, each newer one skipped reported; resume_path: that one, which must verify;
@@ -29,15 +46,38 @@ class Checkpointer {
   core::Status resume(TrainState& st);
 
   // Writes the checkpoint of step `s` (phase checkpoint); `reason`: periodic | final | request |
-  // stop. Collective: rank 0 writes, every rank learns whether it worked. Injected torn_ckpt and
-  // corrupt_ckpt faults fire here. Errors: kIo (rank 0 failed), the communicator's.
-  core::Status save(TrainState& st, std::int64_t s, const std::string& reason);
+  // stop. Collective. Waits for the previous save first (wait()). With trainer.async_save a
+  // periodic save returns once rank 0 staged its copy, and rank 0's background thread writes
+  // it; otherwise (and for final, request and stop saves) it returns once the checkpoint is
+  // committed and every rank learned that it worked. Injected torn_ckpt and corrupt_ckpt faults
+  // fire in the writer. Returns the seconds the training loop was stopped. Errors: kIo (rank 0
+  // failed, this save or the previous one), the communicator's.
+  core::Result<double> save(TrainState& st, std::int64_t s, const std::string& reason);
+
+  // Collective when a save is pending (every rank knows that alike): rank 0 waits for the
+  // background write (with heartbeats), then broadcasts whether it committed. Errors: kIo.
+  core::Status wait();
+  // Rank 0 waits for a background write, telling no other rank (before an injected fault ends
+  // the process: the faults' tests expect every earlier checkpoint on disk). Not collective.
+  void drain();
+  // Rank 0: seconds the newest finished write took (0 before one finished).
+  double last_write_s() const { return last_write_s_; }
 
  private:
   core::Status broadcast_bytes(std::string& bytes, int root);
+  // Rank 0: serializes, hashes, writes and commits `staged`, emits checkpoint_saved.
+  core::Result<std::filesystem::path> write(StagedCheckpoint& staged);
 
   RunContext& ctx_;
   CheckpointStore store_;
+  bool pending_ = false;  // an asynchronous save awaits wait() (every rank)
+  std::int64_t pending_step_ = 0;
+  // Rank 0's background write: its thread and its outcome.
+  std::thread writer_;
+  std::future<core::Status> outcome_;
+  std::shared_ptr<double> write_s_;  // set by the writer
+  std::vector<at::Tensor> staging_;  // rank 0's host copies, reused by every asynchronous save
+  double last_write_s_ = 0;
 };
 
 }  // namespace grpo::trainer

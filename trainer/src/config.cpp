@@ -153,7 +153,10 @@ const std::vector<KeyDef>& key_defs() {
        "examples per SFT step, all ranks together"},
       {"trainer.sft_lr", &C::sft_lr, positive(), "AdamW learning rate of the SFT warm-start"},
       {"trainer.save_freq", &C::save_freq, at_least(-1),
-       "checkpoint every this many steps (SFT and GRPO steps count alike); -1: never"},
+       "checkpoint every this many steps (SFT and GRPO steps count alike); -1: never; \"auto\": "
+       "the Young-Daly interval from the measured cost and the run's failure rate"},
+      {"trainer.async_save", &C::async_save, any(),
+       "periodic checkpoints are written by a background thread while training goes on"},
       {"trainer.test_freq", &C::test_freq, at_least(-1),
        "validate every this many steps; -1: only at the start of GRPO and at the end"},
       {"trainer.val_before_train", &C::val_before_train, any(),
@@ -235,6 +238,7 @@ std::string format_value(const TrainerConfig& cfg, const Member& m) {
         const auto& v = cfg.*ptr;
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, std::int64_t>) {
+          if (ptr == &TrainerConfig::save_freq && v == kSaveFreqAuto) return quote("auto");
           return std::to_string(v);
         } else if constexpr (std::is_same_v<T, double>) {
           return format_double(v);
@@ -336,8 +340,14 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
         auto& field = cfg.*ptr;
         using T = std::decay_t<decltype(field)>;
         if constexpr (std::is_same_v<T, std::int64_t>) {
+          const bool may_be_auto = ptr == &TrainerConfig::save_freq;
+          if (const auto* s = std::get_if<std::string>(&value); s != nullptr && may_be_auto) {
+            if (*s != "auto") return wrong("an integer or \"auto\"");
+            field = kSaveFreqAuto;
+            return core::ok_status();
+          }
           const auto* i = std::get_if<std::int64_t>(&value);
-          if (i == nullptr) return wrong("an integer");
+          if (i == nullptr) return wrong(may_be_auto ? "an integer or \"auto\"" : "an integer");
           GRPO_TRY_STATUS(check_number(d, static_cast<double>(*i), where));
           field = *i;
         } else if constexpr (std::is_same_v<T, double>) {
@@ -420,6 +430,9 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
   };
   switch (d.member.index()) {
     case 0: {
+      if (d.name == "trainer.save_freq" && (text == "auto" || text == "\"auto\"")) {
+        return Parsed{std::string("auto")};
+      }
       std::int64_t v = 0;
       auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
       if (ec != std::errc() || p != text.data() + text.size()) return bad("an integer");

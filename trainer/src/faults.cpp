@@ -168,6 +168,28 @@ std::optional<Fault> FaultInjector::take(FaultKind kind, std::int64_t step,
   return std::nullopt;
 }
 
+bool FaultInjector::ends_process_at(std::int64_t step, std::string_view phase) const {
+  for (const Fault& f : faults_) {
+    switch (f.kind) {
+      case FaultKind::kCrash:
+      case FaultKind::kSigkill:
+      case FaultKind::kSigstop:
+      case FaultKind::kAbort:
+      case FaultKind::kExit:
+      case FaultKind::kOom:
+      case FaultKind::kBadAlloc:
+        break;
+      default:
+        continue;
+    }
+    if (f.phase != phase || (f.rank && *f.rank != rank_) || (f.step >= 0 && f.step != step)) {
+      continue;
+    }
+    if (!fired(f)) return true;
+  }
+  return false;
+}
+
 std::int64_t FaultInjector::slow_ms(std::int64_t step) const {
   std::int64_t ms = 0;
   for (const Fault& f : faults_) {

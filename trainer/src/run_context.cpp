@@ -61,6 +61,7 @@ void RunContext::enter_phase(std::int64_t s, const std::string& name) {
 
 void RunContext::fire_step_faults(std::int64_t s, const std::string& name, QwenModel& model) {
   if (faults.empty()) return;
+  if (before_fatal_fault && faults.ends_process_at(s, name)) before_fatal_fault();
   auto announce = [&](const Fault& f) {
     tel.emit("fault_injected", {{"fault", f.text}, {"step", s}, {"phase", name}});
     spdlog::warn("fault injection: {} at step {} ({})", f.text, s, name);

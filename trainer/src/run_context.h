@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,6 +74,9 @@ struct RunContext {
   std::unique_ptr<TaskData> data;  // set up by the run loop
   ParallelState par;               // the layout this rank runs (set up by the run loop)
   std::string phase = "setup";
+  // Called before an injected fault ends or freezes the process (the run loop lets a background
+  // checkpoint write finish: fault tests see every earlier checkpoint on disk). May be empty.
+  std::function<void()> before_fatal_fault;
 
   // 1 on the rank that counts its data-parallel replica's tokens (TP rank 0), 0 on the others.
   int counts_data() const { return par.coords.tp == 0 ? 1 : 0; }

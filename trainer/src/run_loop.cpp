@@ -1,12 +1,15 @@
 #include "run_loop.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "full_model.h"
+#include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/system_info.h"
@@ -23,7 +26,62 @@ TrainingRun::TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesyste
     : run_dir_(std::move(run_dir)),
       boot_(std::move(boot)),
       ctx_(std::move(cfg), std::move(spec), std::move(comm), telemetry, std::move(faults)),
-      checkpoints_(ctx_, run_dir_ / "checkpoints") {}
+      checkpoints_(ctx_, run_dir_ / "checkpoints") {
+  ctx_.before_fatal_fault = [this] { checkpoints_.drain(); };
+}
+
+namespace {
+
+// The run's mean time between failures as the supervisor computed it from its event log
+// (GRPO_MTBF_S, GRPO_MTBF_SOURCE, GRPO_MTBF_FAILURES; docs/supervisor.md), or, for a trainer
+// started without one, one node's default figure (core/checkpoint_interval.h).
+core::MtbfEstimate mtbf_from_environment() {
+  const char* secs = std::getenv("GRPO_MTBF_S");
+  if (secs != nullptr) {
+    char* end = nullptr;
+    const double v = std::strtod(secs, &end);
+    if (end != secs && *end == '\0' && v > 0) {
+      const char* source = std::getenv("GRPO_MTBF_SOURCE");
+      const char* failures = std::getenv("GRPO_MTBF_FAILURES");
+      return core::MtbfEstimate{v, failures != nullptr ? std::atoi(failures) : 0,
+                                source != nullptr ? source : "supervisor"};
+    }
+    spdlog::warn("GRPO_MTBF_S={} is not a positive number of seconds: ignored", secs);
+  }
+  return core::MtbfEstimate{core::kDefaultNodeMtbfHours * 3600.0, 0, "default"};
+}
+
+}  // namespace
+
+core::Status TrainingRun::choose_save_interval(std::int64_t s, double cost_s, bool full_cost) {
+  at::Tensor next = at::zeros({1}, at::kLong);
+  if (ctx_.rank == 0) {
+    const std::int64_t left = ctx_.cfg.total_steps() - s;
+    const core::MtbfEstimate mtbf = mtbf_from_environment();
+    const double step_s = timed_steps_ > 0 ? step_wall_s_ / static_cast<double>(timed_steps_) : 1.0;
+    // The interval must outlast the newest background write, or the next save waits for it.
+    const double min_s = full_cost ? 0.0 : checkpoints_.last_write_s();
+    const core::SaveInterval v =
+        core::young_daly_interval(cost_s, mtbf.seconds, std::max(step_s, 1e-6), min_s, left);
+    next[0] = s + v.steps;
+    spdlog::info("next checkpoint at step {} (every {} step(s): {}; MTBF {:.0f} s, {})",
+                 s + v.steps, v.steps, v.why, mtbf.seconds, mtbf.source);
+    ctx_.tel.emit("save_interval", {{"step", s},
+                                    {"cost_s", cost_s},
+                                    {"cost", full_cost ? "full" : "blocking"},
+                                    {"mtbf_s", mtbf.seconds},
+                                    {"mtbf_source", mtbf.source},
+                                    {"failures", mtbf.failures},
+                                    {"step_s", step_s},
+                                    {"interval_s", v.seconds},
+                                    {"interval_steps", v.steps},
+                                    {"next_save_step", s + v.steps},
+                                    {"why", v.why}});
+  }
+  GRPO_TRY_STATUS(ctx_.comm->broadcast(next, 0));
+  next_auto_save_ = next.item<std::int64_t>();
+  return core::ok_status();
+}
 
 void TrainingRun::setup() {
   const TrainerConfig& cfg = ctx_.cfg;
@@ -128,6 +186,14 @@ int TrainingRun::run() {
   }
 
   const std::int64_t total = cfg.total_steps();
+  const bool auto_freq = cfg.save_freq == kSaveFreqAuto;
+  if (auto_freq && ctx_.rank == 0 && state_.step < total) {
+    ctx_.tel.emit("save_interval",
+                  {{"step", state_.step},
+                   {"interval_steps", 1},
+                   {"next_save_step", state_.step + 1},
+                   {"why", "the attempt's first step is saved: it measures the checkpoint cost"}});
+  }
   while (state_.step < total) {
     const std::int64_t s = state_.step + 1;
     const bool sft = s <= cfg.sft_warmup_steps;
@@ -165,6 +231,8 @@ int TrainingRun::run() {
     m.fields["comm_s"] = step_comm_s;
     m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
     m.fields["wall_s"] = seconds_since(t0);
+    step_wall_s_ += m.fields["wall_s"].get<double>();
+    ++timed_steps_;
     m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
     m.fields["data_cursor"] = state_.data_cursor;
     if (val) m.fields["val_reward"] = *val;
@@ -180,16 +248,22 @@ int TrainingRun::run() {
     if (!requests.ok()) return fail(requests.error());
     const bool want_ckpt = requests->checkpoint;
     const bool want_stop = requests->stop;
-    const bool periodic_ckpt = cfg.save_freq > 0 && s % cfg.save_freq == 0;
+    const bool periodic_ckpt = auto_freq ? next_auto_save_ == 0 || s >= next_auto_save_
+                                         : cfg.save_freq > 0 && s % cfg.save_freq == 0;
     if (periodic_ckpt || s == total || want_ckpt || want_stop) {
       const std::string reason = s == total  ? "final"
                                  : want_stop ? "stop"
                                  : want_ckpt ? "request"
                                              : "periodic";
-      if (core::Status cs = checkpoints_.save(state_, s, reason); !cs.ok()) {
-        return fail(cs.error());
-      }
+      auto blocked = checkpoints_.save(state_, s, reason);
+      if (!blocked.ok()) return fail(blocked.error());
       if (want_ckpt) acknowledge_checkpoint_request(run_dir_, ctx_.rank);
+      if (auto_freq && s < total && !want_stop) {
+        const bool full_cost = !cfg.async_save || reason != "periodic";
+        if (core::Status cs = choose_save_interval(s, *blocked, full_cost); !cs.ok()) {
+          return fail(cs.error());
+        }
+      }
     }
     ctx_.fire_step_faults(s, "checkpoint", *state_.model);
     if (want_stop && s < total) {
@@ -199,6 +273,8 @@ int TrainingRun::run() {
       return kExitStopped;
     }
   }
+  // The final checkpoint is written synchronously; this only reports an earlier one's outcome.
+  if (core::Status st = checkpoints_.wait(); !st.ok()) return fail(st.error());
   auto final_sha = full_weights_sha256(ctx_, *state_.model);
   if (!final_sha.ok()) return fail(final_sha.error());
   const std::string& sha = *final_sha;

@@ -36,12 +36,19 @@ class TrainingRun {
   int fail(const core::Error& e);
   // The step event and, on rank 0, the log line.
   void report_step(std::int64_t s, bool sft, const StepMetrics& m);
+  // trainer.save_freq = auto, after the save of step `s` that stopped training `cost_s` seconds
+  // (`full_cost`: a synchronous save): rank 0 picks the next save step (Young-Daly, core/
+  // checkpoint_interval.h), emits save_interval and broadcasts it. Collective.
+  core::Status choose_save_interval(std::int64_t s, double cost_s, bool full_cost);
 
   std::filesystem::path run_dir_;
   std::unique_ptr<bootstrap::Bootstrap> boot_;
   RunContext ctx_;
   TrainState state_;
   Checkpointer checkpoints_;
+  std::int64_t next_auto_save_ = 0;  // save_freq = auto: the next save's step (0: the first step)
+  double step_wall_s_ = 0;           // wall time of this attempt's steps, checkpoints excluded
+  std::int64_t timed_steps_ = 0;
 };
 
 }  // namespace grpo::trainer

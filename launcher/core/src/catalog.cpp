@@ -160,6 +160,7 @@ Result<ClusterProfile> cluster_from_toml(const TomlValue& doc, std::string sourc
   GRPO_TRY_STATUS(r.read("description", p.description));
   GRPO_TRY_STATUS(r.read_int("nodes", p.nodes, 1, 16384, true));
   GRPO_TRY_STATUS(r.read_int("gpus_per_node", p.gpus_per_node, 1, 128, true));
+  GRPO_TRY_STATUS(r.read_positive("node_mtbf_hours", p.node_mtbf_hours, false));
 
   GRPO_TRY(const TomlValue* device, r.table("device"));
   if (device == nullptr)

@@ -30,6 +30,10 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
       // (embedded_trainer_unsupported_device says so before anything starts).
       std::string("trainer.device=") +
           (plan.cluster.device.vendor == DeviceVendor::kCpu ? "cpu" : "cuda"),
+      // A background checkpoint writer needs a spare core: GPU hosts have them; on a CPU profile
+      // every core trains and overlapped steps ran 2-4x slower (bench/checkpoint/RESULTS.md).
+      std::string("trainer.async_save=") +
+          (plan.cluster.device.vendor == DeviceVendor::kCpu ? "false" : "true"),
   };
 }
 

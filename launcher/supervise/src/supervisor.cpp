@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 
+#include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/overloaded.h"
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/output_parsing.h"
@@ -73,6 +74,7 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["end_margin_s"] = c.end_margin_s;
   j["health_check"] = c.health_check;
   j["health_gpus"] = c.health_gpus;
+  j["mtbf_prior_s"] = c.mtbf_prior_s;
   return j;
 }
 
@@ -145,6 +147,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
     c.health_check = j.value("health_check", c.health_check);
     c.health_gpus = j.value("health_gpus", c.health_gpus);
+    c.mtbf_prior_s = j.value("mtbf_prior_s", c.mtbf_prior_s);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -448,6 +451,20 @@ AttemptSpec Supervisor::make_spec(int attempt, int nodes, std::int64_t /*resume_
   }
   spec.env = o_.env;
   spec.env["GRPO_ATTEMPT"] = std::to_string(attempt);
+  // The failure rate seen so far, for trainer.save_freq = auto (docs/supervisor.md): every
+  // failure but preemptions (a checkpoint comes first) and fatal ones (no restart follows).
+  int failures = 0;
+  for (const auto& [cls, n] : summary_.failures) {
+    if (cls != "preemption" && cls != "fatal") failures += n;
+  }
+  const double prior = o_.config.mtbf_prior_s > 0
+                           ? o_.config.mtbf_prior_s
+                           : core::kDefaultNodeMtbfHours * 3600.0 / std::max(1, o_.nodes);
+  const core::MtbfEstimate mtbf = core::estimate_mtbf(
+      prior, failures, summary_.first_time > 0 ? d_.clock.wall() - summary_.first_time : 0.0);
+  spec.env["GRPO_MTBF_S"] = std::to_string(mtbf.seconds);
+  spec.env["GRPO_MTBF_SOURCE"] = mtbf.source;
+  spec.env["GRPO_MTBF_FAILURES"] = std::to_string(mtbf.failures);
   spec.nodes = nodes;
   spec.ranks_per_node = o_.ranks_per_node;
   spec.exclude = excluded_;

@@ -16,6 +16,9 @@
 
 namespace grpo::trainer {
 
+// trainer.save_freq = "auto": the Young-Daly interval (core/checkpoint_interval.h).
+inline constexpr std::int64_t kSaveFreqAuto = -2;
+
 struct TrainerConfig {
   // data
   std::string task = "addition";
@@ -79,7 +82,8 @@ struct TrainerConfig {
   std::int64_t sft_warmup_steps = 300;
   std::int64_t sft_batch_size = 64;
   double sft_lr = 1e-3;
-  std::int64_t save_freq = 50;  // steps; -1: only on request and at the end
+  std::int64_t save_freq = 50;  // steps; -1: only on request and at the end; kSaveFreqAuto
+  bool async_save = true;       // write checkpoints in a background thread (docs/trainer.md)
   std::int64_t test_freq = 10;  // steps; -1: only at the start of GRPO and at the end
   bool val_before_train = true;
   std::int64_t max_ckpt_to_keep = 3;

@@ -71,6 +71,9 @@ class FaultInjector {
   bool empty() const { return faults_.empty(); }
   // The fault of `kind` due at (step, phase) on this rank, if any; marks it fired first.
   std::optional<Fault> take(FaultKind kind, std::int64_t step, std::string_view phase);
+  // Whether a fault that ends or freezes this process (crash, sigkill, sigstop, abort, exit,
+  // oom, bad_alloc) is due at (step, phase) on this rank and has not fired. Marks nothing.
+  bool ends_process_at(std::int64_t step, std::string_view phase) const;
   // Milliseconds to sleep in this step (slow faults), 0 if none.
   std::int64_t slow_ms(std::int64_t step) const;
   const std::vector<Fault>& faults() const { return faults_; }

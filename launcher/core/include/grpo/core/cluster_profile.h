@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/workload.h"
 
 namespace grpo::core {
@@ -70,6 +71,9 @@ struct ClusterProfile {
   std::map<std::string, std::string> env;  // NCCL_* / HCCL_* / other settings from the profile
   SlurmDefaults slurm;
   WorkloadSpec grpo;  // GRPO workload defaults
+  // Mean time between failures of one node, hours (trainer.save_freq = auto's prior; the job's
+  // is this / nodes until the run has seen failures of its own).
+  double node_mtbf_hours = kDefaultNodeMtbfHours;
   int world_size() const { return nodes * gpus_per_node; }
 };
 

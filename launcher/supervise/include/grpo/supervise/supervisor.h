@@ -67,6 +67,9 @@ struct SupervisorConfig {
   // without a shell; empty: built-in checks only) and whether nvidia-smi must answer.
   std::string health_check;
   bool health_gpus = false;
+  // The job's mean time between failures before any is seen (trainer.save_freq = auto): the
+  // profile's node_mtbf_hours / nodes, in seconds. 0: the default node figure / nodes.
+  double mtbf_prior_s = 0;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
