@@ -16,7 +16,7 @@
 #         supervisor  the supervisor itself killed (-9) at step 5; `supervise` continues the run
 #         sigint      Ctrl-C: checkpoint and exit 130; `supervise` continues the run
 #         layout      the plan's layout runs: EP=4 on 4 ranks trains to the end and `status` names
-#                     it; a TP=2 plan is refused before anything starts (the trainer lacks TP)
+#                     it; a PP=2 plan is refused before anything starts (the trainer lacks PP)
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -66,12 +66,12 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     [[ "$got" == "TP=1 PP=1 CP=1 DP=4 EP=4 ETP=1" ]] || fail "status layout '$got'"
     grep -q '"type":"layout"' "$run/events.jsonl" || fail "no layout event"
     code=0
-    "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/tp2" --set tp=2 \
+    "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/pp2" --set pp=2 \
       >"$TEST_TMP/out2" 2>"$TEST_TMP/err2" || code=$?
-    [[ $code == 2 ]] || fail "TP=2: exit $code, want 2"
-    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data and expert parallelism only; this layout needs TP=2" "$TEST_TMP/err2" ||
-      fail "TP=2: $(cat "$TEST_TMP/err2")"
-    [[ ! -e "$TEST_TMP/tp2" ]] || fail "TP=2: a run directory was created"
+    [[ $code == 2 ]] || fail "PP=2: exit $code, want 2"
+    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor and expert parallelism only; this layout needs PP=2" "$TEST_TMP/err2" ||
+      fail "PP=2: $(cat "$TEST_TMP/err2")"
+    [[ ! -e "$TEST_TMP/pp2" ]] || fail "PP=2: a run directory was created"
     ;;
   kill9)
     "$launch" "${base[@]}" --fault 'sigkill@step=5,rank=1' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||

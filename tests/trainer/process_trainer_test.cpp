@@ -99,7 +99,8 @@ TEST(TrainerProcess, ResumeOnADifferentNumberOfRanks) {
   ASSERT_EQ(loaded.size(), 1u);
   EXPECT_EQ(loaded[0]["resharded"], true);
   EXPECT_EQ(loaded[0]["saved_world_size"], 1);
-  EXPECT_NE(r2[0].stderr_text.find("written by 1 rank(s) on 2 rank(s)"), std::string::npos);
+  EXPECT_NE(r2[0].stderr_text.find("written by 1 data-parallel replica(s) on 2"), std::string::npos)
+      << r2[0].stderr_text;
   EXPECT_EQ(r2[0].final_sha(), r2[1].final_sha());
   fs::remove_all(d);
 }
