@@ -312,6 +312,12 @@ TEST(HfConfig, BadJsonIsOneLineWithLineAndColumn) {
   EXPECT_EQ(m.error().str().find('\n'), std::string::npos);
   EXPECT_FALSE(model_from_hf_config("[1, 2]", "c.json", "c").ok());
   EXPECT_FALSE(model_from_hf_config("", "c.json", "c").ok());
+  // A number no type holds (found by fuzz_hf_config): nlohmann-json throws out_of_range, not
+  // parse_error; still one line.
+  auto big = model_from_hf_config(R"({"hidden_size": 6666666666666e666666})", "c.json", "c");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().kind, ErrorKind::kParse);
+  EXPECT_NE(big.error().str().find("number overflow"), std::string::npos) << big.error().str();
 }
 
 // --model DIR: the launcher's search-path provider (and grpo-trainer's, which shares

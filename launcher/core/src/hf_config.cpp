@@ -242,6 +242,10 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
     const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
     return make_error(ErrorKind::kParse, "not valid JSON: " + why,
                       location_at(json_text, file_name, at));
+  } catch (const json::exception& e) {  // out_of_range: a number too large for any type
+    std::string why = e.what();
+    if (const auto colon = why.rfind(": "); colon != std::string::npos) why = why.substr(colon + 2);
+    return make_error(ErrorKind::kParse, "not valid JSON: " + why, {std::string(file_name), 0, 0});
   }
   if (!doc.is_object()) {
     return make_error(ErrorKind::kParse, "expected a JSON object", {std::string(file_name), 1, 1});
