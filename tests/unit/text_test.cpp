@@ -24,12 +24,12 @@ TEST(Text, FirstInvalidUtf8) {
   constexpr auto kNone = std::string_view::npos;
   EXPECT_EQ(first_invalid_utf8(""), kNone);
   EXPECT_EQ(first_invalid_utf8("a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80"), kNone);
-  EXPECT_EQ(first_invalid_utf8("ab\xC0\xAF"), 2u);      // overlong
-  EXPECT_EQ(first_invalid_utf8("\xED\xA0\x80"), 0u);    // a surrogate
+  EXPECT_EQ(first_invalid_utf8("ab\xC0\xAF"), 2u);        // overlong
+  EXPECT_EQ(first_invalid_utf8("\xED\xA0\x80"), 0u);      // a surrogate
   EXPECT_EQ(first_invalid_utf8("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
-  EXPECT_EQ(first_invalid_utf8("x\xE4\xB8"), 1u);        // truncated at the end
+  EXPECT_EQ(first_invalid_utf8("x\xE4\xB8"), 1u);         // truncated at the end
   EXPECT_EQ(first_invalid_utf8("x\x80"), 1u);             // a lone continuation byte
-  EXPECT_EQ(utf8_sequence_at("\xE4\xB8", 0), -2);        // one subpart of two bytes
+  EXPECT_EQ(utf8_sequence_at("\xE4\xB8", 0), -2);         // one subpart of two bytes
   EXPECT_EQ(utf8_sequence_at("\xF0\x9F\x98\x80", 0), 4);
 }
 

@@ -10,7 +10,6 @@
 
 namespace grpo::tokenizer {
 
-
 bool is_valid_utf8(std::string_view bytes) {
   return core::first_invalid_utf8(bytes) == std::string_view::npos;
 }

@@ -22,8 +22,8 @@ bool is_trainer_key(std::string_view key);
 // actor_rollout_ref.rollout.n, actor_rollout_ref.actor.ppo_mini_batch_size,
 // actor_rollout_ref.actor.ppo_epochs, data.max_prompt_length, data.max_response_length,
 // actor_rollout_ref.actor.use_kl_loss, trainer.device (cuda on a GPU profile, cpu on a CPU
-// one) and trainer.async_save (on a GPU profile only). The micro batch is not among them: the supervisor passes
-// it (and halves it after an out-of-memory failure).
+// one) and trainer.async_save (on a GPU profile only). The micro batch is not among them: the
+// supervisor passes it (and halves it after an out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
 // Why the embedded trainer cannot run on `cluster`'s devices; empty when it can.
 std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster);
