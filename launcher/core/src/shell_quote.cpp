@@ -202,10 +202,11 @@ Result<std::vector<std::string>> split_command_line(std::string_view text) {
   }
   const auto eq = words.front().find('=');
   if (eq != std::string::npos && is_env_name(std::string_view(words.front()).substr(0, eq))) {
+    // Only the name: the value may hold anything, a quoted newline included (one-line errors).
     return make_error(ErrorKind::kInvalidValue,
-                      "the command starts with an assignment '" + words.front() +
-                          "' (the command is run without a shell; set variables in the profile's "
-                          "[env])");
+                      "the command starts with an assignment '" + words.front().substr(0, eq) +
+                          "=...' (the command is run without a shell; set variables in the "
+                          "profile's [env])");
   }
   return words;
 }
