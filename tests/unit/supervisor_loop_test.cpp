@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/event_log.h"
@@ -570,6 +571,30 @@ TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
   bool warned = false;
   for (const auto& w : h.of("warning")) warned |= w["kind"] == "straggler";
   EXPECT_TRUE(warned);
+}
+
+// A world larger than step_event_ranks: the step events of ranks 0..3 are logged as they come,
+// every rank's are folded into one step_ranks event per step (32 ranks, 10 steps).
+TEST(SupervisorLoop, LargeWorldsFoldStepEventsIntoOnePerStep) {
+  Harness h("fold");
+  h.opts.ranks_per_node = 32;
+  h.opts.config.step_event_ranks = 4;
+  h.opts.config.divisible_by = {};
+  h.push(sim_trainer(32, 0, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  std::set<int> ranks;
+  for (const auto& e : h.of("step")) ranks.insert(e["rank"].get<int>());
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(h.of("step").size(), 40u);
+  const auto folded = h.of("step_ranks");
+  ASSERT_EQ(folded.size(), 10u);
+  for (std::size_t i = 0; i < folded.size(); ++i) {
+    EXPECT_EQ(folded[i]["step"], static_cast<int>(i) + 1);
+    EXPECT_EQ(folded[i]["ranks"], 32);
+    EXPECT_EQ(folded[i]["missing"], 0);
+    EXPECT_EQ(folded[i]["attempt"], 1);
+    EXPECT_DOUBLE_EQ(folded[i]["step_s"]["median"].get<double>(), 1.0);
+  }
 }
 
 TEST(SupervisorLoop, ExpertImbalanceWarnsAtTheThreshold) {

@@ -166,7 +166,8 @@ void LocalRunner::drain(Rank& r, int rank, std::vector<AttemptEvent>& events) {
   const bool open = r.out.read_from(r.child->out_fd(), lines);
   for (auto& l : lines) {
     if (!parse_event_line(l)) write_line(r.log_fd, l);  // not telemetry
-    events.emplace_back(std::in_place_type<RankOutput>, RankOutput{rank, std::move(l)});
+    events.emplace_back(std::in_place_type<RankOutput>,
+                        RankOutput{rank, std::move(l), std::nullopt});
   }
   if (!lines.empty()) reported_output_[static_cast<std::size_t>(rank)] = true;
   if (!open) r.child->close_out();

@@ -28,11 +28,14 @@ std::optional<T> get(const json& e, const char* key) {
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+// The median of every element of ascending `s` except the one at index `p` (the others of one
+// rank), in O(1): others[i] is s[i] below p and s[i + 1] from p on. Equal values are
+// interchangeable, so any index of the rank's value gives the same multiset.
+double median_without(const std::vector<double>& s, std::size_t p) {
+  const std::size_t m = s.size() - 1;
+  if (m == 0) return 0;
+  auto other = [&](std::size_t i) { return i < p ? s[i] : s[i + 1]; };
+  return m % 2 == 1 ? other(m / 2) : 0.5 * (other(m / 2 - 1) + other(m / 2));
 }
 
 }  // namespace
@@ -41,6 +44,7 @@ void RunTimings::add_step(double wall_s) {
   if (!(wall_s >= 0) || std::isinf(wall_s)) return;
   steps_.push_back(wall_s);
   while (steps_.size() > kStepWindow) steps_.pop_front();
+  longest_ = *std::max_element(steps_.begin(), steps_.end());
 }
 
 void RunTimings::add_checkpoint(double seconds) {
@@ -49,7 +53,7 @@ void RunTimings::add_checkpoint(double seconds) {
 
 std::optional<double> RunTimings::longest_step() const {
   if (steps_.empty()) return std::nullopt;
-  return *std::max_element(steps_.begin(), steps_.end());
+  return longest_;
 }
 
 double steady_hang_timeout(const HangOptions& o, const RunTimings& t) {
@@ -115,13 +119,17 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
   }
   r.last_beat = std::max(r.last_beat, now);
   if (type == "heartbeat") {
-    r.reported = true;
-    r.phase = get<std::string>(event, "phase").value_or(r.phase);
+    mark_reported(r);
+    if (auto phase = get<std::string>(event, "phase"); phase && *phase != r.phase) {
+      r.phase = std::move(*phase);
+      r.cls = phase_class_of(r.phase);
+    }
   } else if (type == "step") {
-    r.reported = true;
+    mark_reported(r);
     r.first_step = true;
     ++r.steps;
     r.phase = "step";
+    r.cls = phase_class_of(r.phase);
     r.step = std::max(r.step, get<std::int64_t>(event, "step").value_or(r.step));
     if (auto w = get<double>(event, "wall_s")) {
       timings.add_step(*w);
@@ -133,15 +141,18 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
       auto it = std::find_if(compute_.begin(), compute_.end(),
                              [&](const auto& p) { return p.first == step; });
       if (it == compute_.end()) {
-        compute_.emplace_back(
-            step, std::vector<double>(ranks_.size(), std::numeric_limits<double>::quiet_NaN()));
+        compute_.emplace_back(step, StepCompute{std::vector<double>(
+                                        ranks_.size(), std::numeric_limits<double>::quiet_NaN())});
         it = std::prev(compute_.end());
         while (compute_.size() > kComputeWindow) {
           compute_.erase(compute_.begin());
           it = std::prev(compute_.end());
         }
       }
-      it->second[static_cast<std::size_t>(rank)] = *c;
+      double& slot = it->second.seconds[static_cast<std::size_t>(rank)];
+      if (std::isnan(slot)) ++it->second.reported;
+      slot = *c;
+      if (it->second.reported < world_) return std::nullopt;
       return check_straggler(step);
     }
   } else if (type == "checkpoint_saved") {
@@ -159,15 +170,21 @@ std::optional<Straggler> AttemptMonitor::check_straggler(std::int64_t step) {
   auto it = std::find_if(compute_.begin(), compute_.end(),
                          [&](const auto& p) { return p.first == step; });
   if (it == compute_.end() || world_ < 2) return std::nullopt;
-  const auto& c = it->second;
-  if (std::any_of(c.begin(), c.end(), [](double v) { return std::isnan(v); })) return std::nullopt;
+  const auto& c = it->second.seconds;
+  if (it->second.reported < world_) return std::nullopt;
+  // One sort per step (not one per rank): rank r's value sits at `at[r]` in `sorted`.
+  std::vector<std::size_t> order(c.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return c[a] < c[b]; });
+  std::vector<double> sorted(c.size());
+  std::vector<std::size_t> at(c.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    sorted[i] = c[order[i]];
+    at[order[i]] = i;
+  }
   std::optional<Straggler> found;
   for (int r = 0; r < world_; ++r) {
-    std::vector<double> others;
-    for (int o = 0; o < world_; ++o) {
-      if (o != r) others.push_back(c[static_cast<std::size_t>(o)]);
-    }
-    const double m = median(others);
+    const double m = median_without(sorted, at[static_cast<std::size_t>(r)]);
     const double mine = c[static_cast<std::size_t>(r)];
     Rank& rk = ranks_[static_cast<std::size_t>(r)];
     const bool slow =
@@ -188,7 +205,7 @@ std::optional<Straggler> AttemptMonitor::check_straggler(std::int64_t step) {
 }
 
 PhaseClass AttemptMonitor::class_of(const Rank& r) const {
-  return r.first_step ? phase_class_of(r.phase) : PhaseClass::kStartup;
+  return r.first_step ? r.cls : PhaseClass::kStartup;
 }
 
 PhaseClass AttemptMonitor::phase_class(int rank) const {
@@ -215,10 +232,11 @@ std::optional<Hang> AttemptMonitor::check_hang(double now, const RunTimings& tim
     h.timeout_s = *limit;
     return h;
   }
+  const auto limits = class_limits(timings);
   for (int r = 0; r < world_; ++r) {
     const Rank& rk = ranks_[static_cast<std::size_t>(r)];
     if (rk.done) continue;
-    const double limit = timeout_for(r, timings);
+    const double limit = limits[static_cast<std::size_t>(class_of(rk))];
     const double silent = now - rk.last_beat;
     if (silent > limit) {
       h.ranks.push_back(r);
@@ -236,15 +254,31 @@ std::optional<Hang> AttemptMonitor::check_hang(double now, const RunTimings& tim
 
 bool AttemptMonitor::stalled(double now, const RunTimings& timings) const {
   if (!heartbeats_required_ && !any_heartbeat()) return false;
-  for (int r = 0; r < world_; ++r) {
-    const Rank& rk = ranks_[static_cast<std::size_t>(r)];
-    if (!rk.done && now - rk.last_beat > 0.5 * timeout_for(r, timings)) return true;
+  const auto limits = class_limits(timings);
+  for (const Rank& rk : ranks_) {
+    if (!rk.done && now - rk.last_beat > 0.5 * limits[static_cast<std::size_t>(class_of(rk))]) {
+      return true;
+    }
   }
   return false;
 }
 
+std::array<double, kPhaseClasses> AttemptMonitor::class_limits(const RunTimings& timings) const {
+  std::array<double, kPhaseClasses> out{};
+  for (int i = 0; i < kPhaseClasses; ++i) {
+    out[static_cast<std::size_t>(i)] =
+        phase_timeout(static_cast<PhaseClass>(i), hang_, timings).seconds;
+  }
+  return out;
+}
+
+void AttemptMonitor::mark_reported(Rank& r) {
+  if (!r.reported) ++reported_;
+  r.reported = true;
+}
+
 bool AttemptMonitor::all_reported() const {
-  return std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.reported; });
+  return reported_ == world_;
 }
 
 std::int64_t AttemptMonitor::min_step() const {
@@ -264,7 +298,7 @@ bool AttemptMonitor::rank_done(int rank) const {
 }
 
 bool AttemptMonitor::any_heartbeat() const {
-  return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.reported; });
+  return reported_ > 0;
 }
 
 // --- classification -------------------------------------------------------------------------

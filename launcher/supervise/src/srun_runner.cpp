@@ -89,9 +89,10 @@ void SrunRunner::drain(std::vector<AttemptEvent>& events) {
     const bool open = out_.read_from(srun_->out_fd(), lines);
     for (const auto& l : lines) {
       if (auto lab = parse_label(l)) {
-        if (!parse_event_line(lab->text)) rank_log(lab->rank, lab->text);  // not telemetry
+        auto event = parse_event_line(lab->text);
+        if (!event) rank_log(lab->rank, lab->text);  // not telemetry
         events.emplace_back(std::in_place_type<RankOutput>,
-                            RankOutput{lab->rank, std::string(lab->text)});
+                            RankOutput{lab->rank, std::string(lab->text), std::move(event)});
       } else {
         write_line(srun_log_, l);
       }

@@ -13,6 +13,7 @@
 #include "grpo/core/overloaded.h"
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/output_parsing.h"
+#include "grpo/supervise/step_aggregate.h"
 
 namespace grpo::supervise {
 
@@ -75,6 +76,7 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["health_check"] = c.health_check;
   j["health_gpus"] = c.health_gpus;
   j["mtbf_prior_s"] = c.mtbf_prior_s;
+  j["step_event_ranks"] = c.step_event_ranks;
   return j;
 }
 
@@ -148,6 +150,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.health_check = j.value("health_check", c.health_check);
     c.health_gpus = j.value("health_gpus", c.health_gpus);
     c.mtbf_prior_s = j.value("mtbf_prior_s", c.mtbf_prior_s);
+    c.step_event_ranks = j.value("step_event_ranks", c.step_event_ranks);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -157,7 +160,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
       (c.hang.timeout_s && *c.hang.timeout_s <= 0) || c.stop_grace_s < 0 ||
       (c.micro_batch && *c.micro_batch < 1) || c.min_nodes < 0 || c.world_unit < 1 ||
       c.straggler.consecutive < 1 || !(c.hang.phases.factor >= 1) ||
-      c.hang.phases.warmup_steps < 0) {
+      c.hang.phases.warmup_steps < 0 || c.step_event_ranks < 1) {
     return make_error(ErrorKind::kInvalidValue, "a setting is out of range", where);
   }
   return c;
@@ -214,6 +217,7 @@ struct Supervisor::Attempt {
   std::int64_t checkpoint_on_disk = -1;
   double last_disk_check = 0;
   int forwarded = 0;
+  std::optional<StepAggregator> step_ranks;  // world > step_event_ranks
 
   Attempt(int n, AttemptSpec s, double now, std::int64_t resume, const SupervisorConfig& c)
       : number(n),
@@ -223,7 +227,9 @@ struct Supervisor::Attempt {
         monitor(spec.world_size(), now, c.hang, c.straggler,
                 c.contract == TrainerContract::kEmbedded),
         checkpoint_on_disk(resume),
-        last_disk_check(now) {}
+        last_disk_check(now) {
+    if (spec.world_size() > c.step_event_ranks) step_ranks.emplace(spec.world_size());
+  }
 };
 
 namespace {
@@ -520,8 +526,8 @@ core::Result<std::optional<Failure>> Supervisor::check_end_time(double now) {
   return std::optional<Failure>{};
 }
 
-core::Status Supervisor::handle_output(Attempt& a, const RankOutput& out) {
-  auto parsed = parse_event_line(out.line);
+core::Status Supervisor::handle_output(Attempt& a, RankOutput& out) {
+  auto parsed = out.event ? std::move(out.event) : parse_event_line(out.line);
   if (!parsed) {
     spdlog::debug("rank {}: {}", out.rank, out.line);
     return core::ok_status();
@@ -531,7 +537,14 @@ core::Status Supervisor::handle_output(Attempt& a, const RankOutput& out) {
   const std::string type = e["type"].get<std::string>();
   const auto straggler = a.monitor.observe(out.rank, e, now, timings_);
   GRPO_TRY_STATUS(record_calibration(a));
-  if (type != "heartbeat") {
+  const bool folded = type == ev::kStep && a.step_ranks;
+  if (folded) {
+    for (auto& summary : a.step_ranks->add(out.rank, e)) {
+      summary["attempt"] = a.number;
+      GRPO_TRY_STATUS(record(ev::kStepRanks, std::move(summary)));
+    }
+  }
+  if (type != "heartbeat" && !(folded && out.rank >= o_.config.step_event_ranks)) {
     json fields = e;
     if (fields.contains("time")) fields["trainer_time"] = fields["time"];
     fields.erase("schema");
@@ -633,7 +646,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
     for (auto& event : events) {
       GRPO_TRY_STATUS(std::visit(
           Overloaded{
-              [&](const RankOutput& out) { return handle_output(a, out); },
+              [&](RankOutput& out) { return handle_output(a, out); },
               [&](const RankExit& x) -> core::Status {
                 const bool ours = a.teardown && caused_by_us(x.status, a.sent);
                 spdlog::log(slurm::shell_code(x.status) == 0 || ours ? spdlog::level::debug
@@ -916,6 +929,12 @@ core::Result<int> Supervisor::run() {
       GRPO_TRY_STATUS(transition(Trigger::kFailure, st.error().message));
     } else {
       GRPO_TRY(ending, watch(a));
+    }
+    if (a.step_ranks) {
+      for (auto& summary : a.step_ranks->flush()) {
+        summary["attempt"] = number;
+        GRPO_TRY_STATUS(record(ev::kStepRanks, std::move(summary)));
+      }
     }
     const double duration = d_.clock.now() - a.start;
 

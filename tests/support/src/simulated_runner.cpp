@@ -158,7 +158,8 @@ core::Result<std::vector<AttemptEvent>> SimulatedRunner::poll(double timeout_s) 
               if (e.event.value("type", "") == "step") {
                 newest_step_ = std::max(newest_step_, e.event.value("step", std::int64_t{0}));
               }
-              out.emplace_back(std::in_place_type<RankOutput>, RankOutput{p.rank, e.event.dump()});
+              out.emplace_back(std::in_place_type<RankOutput>,
+                               RankOutput{p.rank, e.event.dump(), std::nullopt});
             },
             [&](const SimExit& x) {
               alive_[r] = false;

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,9 @@ struct AttemptSpec {
 struct RankOutput {
   int rank = 0;
   std::string line;
+  // The line as a telemetry event when the runner already parsed it (output_parsing.h's
+  // parse_event_line), so the supervisor does not parse it twice; nullopt: parse `line`.
+  std::optional<nlohmann::json> event;
 };
 
 // A rank ended. Locally from waitpid; under srun from srun's "task N: Exited with exit code K" /

@@ -41,6 +41,8 @@ inline constexpr const char* kCheckpointLoaded = "checkpoint_loaded";
 inline constexpr const char* kOomError = "OOM_ERROR";
 inline constexpr const char* kExpertImbalance = "EXPERT_IMBALANCE";
 inline constexpr const char* kStraggler = "straggler";
+// The step events of a large world folded into one per step (step_aggregate.h).
+inline constexpr const char* kStepRanks = "step_ranks";
 }  // namespace ev
 
 // What the log says about the run so far.

@@ -21,6 +21,7 @@
 // A rank silent for more than half its timeout makes the run `unhealthy` (a stall).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -69,6 +70,7 @@ class RunTimings {
  private:
   PhaseStats phases_;
   std::deque<double> steps_;  // newest 20
+  double longest_ = 0;        // their maximum
   double checkpoint_s_ = 0;
 };
 
@@ -132,13 +134,22 @@ class AttemptMonitor {
     int steps = 0;  // step events in this attempt
     double last_beat = 0;
     std::string phase;
+    PhaseClass cls = PhaseClass::kBetween;  // phase_class_of(phase), kept with it
     std::int64_t step = 0;
     bool done = false;
     int slow_streak = 0;
     bool straggling = false;
   };
+  // Compute seconds of one step per rank (NaN until reported) and how many have reported.
+  struct StepCompute {
+    std::vector<double> seconds;
+    int reported = 0;
+  };
   std::optional<Straggler> check_straggler(std::int64_t step);
   PhaseClass class_of(const Rank& r) const;
+  // The limit of every phase class now (index: PhaseClass), computed once per check.
+  std::array<double, kPhaseClasses> class_limits(const RunTimings& timings) const;
+  void mark_reported(Rank& r);
 
   int world_;
   double start_;
@@ -146,8 +157,9 @@ class AttemptMonitor {
   StragglerOptions straggler_;
   bool heartbeats_required_;
   std::vector<Rank> ranks_;
-  // step -> compute seconds per rank (NaN until reported); only the newest few are kept.
-  std::vector<std::pair<std::int64_t, std::vector<double>>> compute_;
+  int reported_ = 0;  // ranks with `reported` set
+  // step -> compute seconds per rank; only the newest few are kept.
+  std::vector<std::pair<std::int64_t, StepCompute>> compute_;
   double last_checkpoint_;
 };
 

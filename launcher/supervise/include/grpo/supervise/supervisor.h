@@ -70,6 +70,9 @@ struct SupervisorConfig {
   // The job's mean time between failures before any is seen (trainer.save_freq = auto): the
   // profile's node_mtbf_hours / nodes, in seconds. 0: the default node figure / nodes.
   double mtbf_prior_s = 0;
+  // Step events of ranks below this number go to the event log as they come; in a larger world
+  // the others are folded into one `step_ranks` event per step (step_aggregate.h).
+  int step_event_ranks = 16;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
@@ -155,7 +158,8 @@ class Supervisor {
   core::Status record(const std::string& type, nlohmann::json fields);
   core::Status transition(Trigger trigger, const std::string& reason);
   core::Result<Ending> watch(Attempt& a);
-  core::Status handle_output(Attempt& a, const RankOutput& out);
+  // `out.event` (parsed by the runner) is moved from.
+  core::Status handle_output(Attempt& a, RankOutput& out);
   core::Status stop_attempt(Attempt& a, bool graceful);
   // A `timeouts_calibrated` event when the calibrated phase limits changed (phase_timeouts.h).
   core::Status record_calibration(const Attempt& a);
