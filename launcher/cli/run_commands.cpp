@@ -192,7 +192,8 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
         {"expert_imbalance_events", s.expert_imbalance_events},
         {"straggler_events", s.straggler_events},
         {"latest_checkpoint_step", s.latest_checkpoint_step},
-        {"lost_s", s.lost_s},
+        {"lost_s", s.goodput.lost_at(supervise::run_end(s, now_seconds()))},
+        {"lost_by_cause", s.goodput.to_json(supervise::run_end(s, now_seconds()))},
         {"effective_ratio", supervise::effective_ratio(s, now_seconds())},
         {"torn_log", log->torn}};
     if (!s.layout.empty()) j["layout"] = s.layout;

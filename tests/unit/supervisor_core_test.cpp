@@ -7,6 +7,7 @@
 
 #include "grpo/supervise/event_log.h"
 #include "grpo/supervise/restart_policy.h"
+#include "grpo/supervise/run_view.h"
 #include "grpo/supervise/state_machine.h"
 
 namespace grpo::supervise {
@@ -202,8 +203,55 @@ TEST(EventLog, ReplayRebuildsTheSupervisorState) {
   EXPECT_EQ(s.failures.at("crash"), 1);
   EXPECT_EQ(s.restarts, 1);
   EXPECT_EQ(s.oom_events, 1);
-  // Lost: from the checkpoint at t=111 to the first step past step 12 at t=124.
-  EXPECT_DOUBLE_EQ(s.lost_s, 13.0);
+  // Goodput, by hand: the checkpoint of t=111 (no blocking_s or seconds: 0 s blocked); step 12
+  // at t=115 is the last before the failure at t=116: recomputed 115 - 111 = 4 s, detection
+  // 116 - 115 = 1 s; the restart runs from 116 to the start of attempt 2's first step, at 121
+  // (no wall_s: the step's own time is not known and counts as restart): 5 s. Total 10 s.
+  EXPECT_DOUBLE_EQ(s.goodput.recomputed_s, 4.0);
+  EXPECT_DOUBLE_EQ(s.goodput.detection_s, 1.0);
+  EXPECT_DOUBLE_EQ(s.goodput.restart_s, 5.0);
+  EXPECT_DOUBLE_EQ(s.goodput.checkpoint_s, 0.0);
+  EXPECT_DOUBLE_EQ(s.goodput.lost(), 10.0);
+  EXPECT_FALSE(s.goodput.restart_since);
+}
+
+// Every cause once, with step times, a blocking checkpoint, a failure during the recovery, and
+// a requeue. Derivation in the comments; wall time 100 -> 200.
+TEST(EventLog, GoodputSplitsTheLostTimeByCause) {
+  const std::vector<json> log = {
+      event(0, 100, ev::kRunStarted, {{"total_steps", 40}}),
+      event(1, 100, ev::kAttemptStarted, {{"attempt", 1}}),
+      event(2, 110, ev::kStep, {{"step", 1}, {"rank", 0}, {"wall_s", 2.0}}),
+      event(3, 110, ev::kStep, {{"step", 1}, {"rank", 1}, {"wall_s", 9.0}}),  // not rank 0
+      // Saved at 112, the loop blocked 0.5 s: checkpoint 0.5 s; work counts from 112.
+      event(4, 112, ev::kCheckpointSaved, {{"step", 1}, {"blocking_s", 0.5}, {"seconds", 3.0}}),
+      event(5, 120, ev::kStep, {{"step", 2}, {"rank", 0}, {"wall_s", 2.0}}),
+      // Failure at 126: recomputed 120 - 112 = 8, detection 126 - 120 = 6; restart from 126.
+      event(6, 126, ev::kFailure, {{"class", "hang"}}),
+      event(7, 127, ev::kAttemptStarted, {{"attempt", 2}}),
+      event(8, 130, ev::kFailure, {{"class", "crash"}}),  // still recovering: nothing new
+      event(9, 131, ev::kAttemptStarted, {{"attempt", 3}}),
+      // First step of attempt 3 at 140 took 4 s: the restart ends at 136: 136 - 126 = 10.
+      event(10, 140, ev::kStep, {{"step", 2}, {"rank", 0}, {"wall_s", 4.0}}),
+      // Requeued at 150 (the time limit): the restart since nothing; the queue from 150.
+      event(11, 150, ev::kRunFinished, {{"state", "requeued"}, {"exit_code", 75}}),
+      // The new supervisor starts at 170: requeue 20 s; its launch until the first step (the
+      // step at 180 took 5 s: until 175) is restart: 5 s more, 15 s in all.
+      event(12, 170, ev::kRunStarted, {{"total_steps", 40}}),
+      event(13, 171, ev::kAttemptStarted, {{"attempt", 4}}),
+      event(14, 180, ev::kStep, {{"step", 3}, {"rank", 0}, {"wall_s", 5.0}}),
+      event(15, 200, ev::kStep, {{"step", 4}, {"rank", 0}, {"wall_s", 5.0}}),
+  };
+  const auto s = replay(log).value();
+  const Goodput& g = s.goodput;
+  EXPECT_DOUBLE_EQ(g.checkpoint_s, 0.5);
+  EXPECT_DOUBLE_EQ(g.recomputed_s, 8.0);
+  EXPECT_DOUBLE_EQ(g.detection_s, 6.0);
+  EXPECT_DOUBLE_EQ(g.restart_s, 15.0);
+  EXPECT_DOUBLE_EQ(g.requeue_s, 20.0);
+  // Lost 49.5 of 100 s: effective 50.5 %.
+  EXPECT_DOUBLE_EQ(g.lost(), 49.5);
+  EXPECT_NEAR(effective_ratio(s, 200), 0.505, 1e-12);
 }
 
 TEST(EventLog, WriterAppendsWholeLinesAndContinuesSeqAfterATornLine) {

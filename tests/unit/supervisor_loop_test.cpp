@@ -206,7 +206,7 @@ TEST(SupervisorLoop, KillOfOneRankRestartsFromTheCheckpointWithTheCrashAsRootCau
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->restarts, 1);
   EXPECT_EQ(s->failures.at("crash"), 1);
-  EXPECT_GT(s->lost_s, 0);
+  EXPECT_GT(s->goodput.lost(), 0);
 }
 
 TEST(SupervisorLoop, HangIsDetectedWithinTheTimeoutAndKilledAtOnce) {

@@ -487,8 +487,9 @@ Report render_report(const std::vector<json>& events, const ReportOptions& optio
             "; failures: " + (failures.empty() ? "none" : esc(failures)) + "</p>\n";
     head += "<p>OOM " + std::to_string(s.oom_events) + ", EXPERT_IMBALANCE " +
             std::to_string(s.expert_imbalance_events) + ", stragglers " +
-            std::to_string(s.straggler_events) + "; lost to faults " +
-            esc(supervise::format_duration(s.lost_s)) + ", effective " +
+            std::to_string(s.straggler_events) + "; lost " +
+            esc(supervise::format_duration(s.goodput.lost_at(s.last_time))) + " (" +
+            esc(supervise::lost_by_cause(s, s.last_time)) + "), effective " +
             num(100.0 * supervise::effective_ratio(s, s.last_time), 1) + "%</p>\n";
   } else {
     head += "<p>event log: " + esc(summary.error().str()) + "</p>\n";

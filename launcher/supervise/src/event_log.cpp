@@ -61,7 +61,6 @@ core::Status apply_event(RunSummary& s, const json& e) {
     ++s.supervisor_starts;
     // A (re)started supervisor begins its first attempt: launching (docs/supervisor.md).
     s.state = RunState::kLaunching;
-    s.lost_since.reset();
     s.total_steps = field_or<std::int64_t>(e, "total_steps", s.total_steps);
     s.profile = field_or<std::string>(e, "profile", s.profile);
     s.model = field_or<std::string>(e, "model", s.model);
@@ -162,25 +161,13 @@ core::Status apply_event(RunSummary& s, const json& e) {
     GRPO_TRY(const int code, field<int>(e, "exit_code"));
     s.exit_code = code;
   }
-  if (type == ev::kAttemptStarted) s.attempt_start_time = time;
-  if (type == ev::kCheckpointSaved) s.last_checkpoint_time = time;
-  if (type == ev::kFailure && !s.lost_since) {
-    s.lost_since = std::max(s.last_checkpoint_time, s.attempt_start_time);
-    if (*s.lost_since == 0) s.lost_since = time;
-    s.step_at_failure = s.last_step;
-  }
-  if (s.lost_since &&
-      ((type == ev::kStep && s.last_step > s.step_at_failure) || type == ev::kRunFinished)) {
-    s.lost_s += time - *s.lost_since;
-    s.lost_since.reset();
-  }
+  s.goodput.apply(type, e, time);
   return core::ok_status();
 }
 
 core::Result<RunSummary> replay(const std::vector<json>& events) {
   RunSummary s;
   for (const auto& e : events) GRPO_TRY_STATUS(apply_event(s, e));
-  if (s.lost_since) s.lost_s += s.last_time - *s.lost_since;  // not yet recovered
   return s;
 }
 

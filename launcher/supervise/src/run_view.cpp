@@ -49,14 +49,24 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+double run_end(const RunSummary& s, double now) {
+  return s.exit_code ? s.last_time : std::max(now, s.last_time);
+}
+
+std::string lost_by_cause(const RunSummary& s, double now) {
+  const double end = run_end(s, now);
+  const Goodput& g = s.goodput;
+  return "detection " + format_duration(g.detection_s) + ", restart " +
+         format_duration(g.restart_at(end)) + ", recomputed " + format_duration(g.recomputed_s) +
+         ", checkpoints " + format_duration(g.checkpoint_s) + ", requeue " +
+         format_duration(g.requeue_at(end));
+}
+
 double effective_ratio(const RunSummary& s, double now) {
-  const double end = s.exit_code ? s.last_time : std::max(now, s.last_time);
+  const double end = run_end(s, now);
   const double wall = end - s.first_time;
   if (wall <= 0) return 1.0;
-  double lost = s.lost_s;
-  if (s.lost_since && !s.exit_code)
-    lost += std::max(0.0, end - *s.lost_since) - (s.last_time - *s.lost_since);
-  return std::clamp((wall - lost) / wall, 0.0, 1.0);
+  return std::clamp((wall - s.goodput.lost_at(end)) / wall, 0.0, 1.0);
 }
 
 std::string progress_line(const RunSummary& s, double now) {
@@ -141,10 +151,11 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
     for (const auto& n : s.excluded) out += " " + n;
     out += "\n";
   }
-  const double end = s.exit_code ? s.last_time : std::max(now, s.last_time);
-  out += "wall time  " + format_duration(end - s.first_time) + ", lost to faults " +
-         format_duration(s.lost_s) + ", effective " + fixed(100.0 * effective_ratio(s, now), 1) +
-         "%\n";
+  const double end = run_end(s, now);
+  out += "wall time  " + format_duration(end - s.first_time) + ", lost " +
+         format_duration(s.goodput.lost_at(end)) + ", effective " +
+         fixed(100.0 * effective_ratio(s, now), 1) + "%\n";
+  out += "lost to    " + lost_by_cause(s, now) + "\n";
   if (!s.last_notable.empty()) out += "last       " + s.last_notable + "\n";
   return out;
 }
@@ -175,7 +186,19 @@ std::string render_prometheus(const RunSummary& s, const std::string& run) {
   metric("grpo_failures_total", "counter", "Failures detected.", failures);
   metric("grpo_latest_checkpoint_step", "gauge", "Newest checkpoint step (-1: none).",
          static_cast<double>(s.latest_checkpoint_step));
-  metric("grpo_lost_seconds_total", "counter", "Wall time lost to faults.", s.lost_s);
+  metric("grpo_lost_seconds_total", "counter",
+         "Wall time lost (faults, restarts, recomputed steps, checkpoints, requeues).",
+         s.goodput.lost_at(s.last_time));
+  metric("grpo_effective_ratio", "gauge", "Productive time / wall time.",
+         effective_ratio(s, s.last_time));
+  out +=
+      "# HELP grpo_lost_cause_seconds_total Wall time lost, by cause.\n"
+      "# TYPE grpo_lost_cause_seconds_total counter\n";
+  const nlohmann::json causes = s.goodput.to_json(s.last_time);
+  for (const auto& [cause, seconds] : causes.items()) {
+    out += "grpo_lost_cause_seconds_total{run=\"" + label_value(run) + "\",cause=\"" +
+           cause.substr(0, cause.size() - 2) + "\"} " + fixed(seconds.get<double>(), 6) + "\n";
+  }
   out += "# HELP grpo_state Run state (1 for the current one).\n# TYPE grpo_state gauge\n";
   for (auto st :
        {RunState::kLaunching, RunState::kHealthy, RunState::kUnhealthy, RunState::kStopping,

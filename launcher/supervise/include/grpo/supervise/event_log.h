@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
+#include "grpo/supervise/goodput.h"
 #include "grpo/supervise/restart_policy.h"
 #include "grpo/supervise/state_machine.h"
 
@@ -81,13 +82,8 @@ struct RunSummary {
   std::optional<int> exit_code;  // from run_finished
   double first_time = 0;         // first event's time
   double last_time = 0;          // newest event's time
-  // Time lost to faults: from the newest checkpoint (or the attempt's start) before a failure to
-  // the first step after it that goes beyond the step the failure interrupted.
-  double lost_s = 0;
-  std::optional<double> lost_since;  // an unrecovered failure's lost interval start
-  std::int64_t step_at_failure = 0;
-  double last_checkpoint_time = 0;
-  double attempt_start_time = 0;
+  // Where the wall time went: lost per cause (goodput.h).
+  Goodput goodput;
   std::string last_notable;  // the newest failure / decision / warning, for status lines
   // The calibrated hang timeouts per phase class (newest timeouts_calibrated event's limits).
   std::map<std::string, double> phase_timeouts;

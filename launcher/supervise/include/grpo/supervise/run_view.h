@@ -31,8 +31,12 @@ std::string render_status_list(const std::vector<RunListEntry>& runs, double now
 // Prometheus exposition format (text 0.0.4), metric names grpo_*; `run` labels every sample.
 std::string render_prometheus(const RunSummary& s, const std::string& run);
 
-// Effective-training-time ratio: (wall time - time lost to faults) / wall time, 1 when empty.
+// Effective-training-time ratio: (wall time - time lost, goodput.h) / wall time, 1 when empty.
 double effective_ratio(const RunSummary& s, double now);
+// The run's end for these figures: its last event when finished, else `now`.
+double run_end(const RunSummary& s, double now);
+// "detection 5s, restart 12s, recomputed 30s, checkpoints 2s, requeue 0s"
+std::string lost_by_cause(const RunSummary& s, double now);
 
 // "1h02m", "3m05s", "42s".
 std::string format_duration(double seconds);
