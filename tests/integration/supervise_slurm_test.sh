@@ -16,6 +16,8 @@
 #         usr2        USR2 to the batch shell: checkpoint, scontrol requeue, the job resumes
 #         budget      a crash on every attempt: exit 80, the job FAILED 80:0
 #         supervisor  the supervisor killed (-9), the job requeued: state rebuilt from the log
+#         longline    a --trainer-cmd program prints a 2,600-byte telemetry line on each rank:
+#                     srun delivers it in 1 KiB pieces, the event log gets it whole
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -45,9 +47,13 @@ reference_sha() {
 }
 
 submit() { # extra args...
+  submit_plain "${GRPO_TRAINER_SETS[@]}" "$@"
+}
+
+submit_plain() { # args... (no trainer settings: --trainer-cmd refuses them)
   local out
   out=$("$launch" --profile-dir "$src/tests/data/profiles" submit -p slurm-test -m tiny-moe \
-    --set gpus_per_node=1 --run-dir "$run" "${GRPO_TRAINER_SETS[@]}" --backoff 0.2 "$@") ||
+    --set gpus_per_node=1 --run-dir "$run" --backoff 0.2 "$@") ||
     fail "grpo-launch submit failed: $out"
   JOB=$(sed -n 's/^Submitted batch job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
   [[ -n "$JOB" ]] || fail "no job id in: $out"
@@ -185,6 +191,18 @@ stop = next((e["seq"] for e in ev if e["type"] == "state" and e.get("trigger") =
 ok = ok and stop is not None and any(e["type"] == "checkpoint_saved" and e["seq"] > stop for e in ev)
 sys.exit(0 if ok else 1)
 PY
+    ;;
+  longline)
+    pad=$(printf '%02600d' 0 | tr 0 x)
+    echo "{\"type\":\"note\",\"pad\":\"$pad\"}" >"$TEST_TMP/long.json"
+    printf '#!/bin/sh\nexec cat %s\n' "$TEST_TMP/long.json" >"$TEST_TMP/long.sh"
+    chmod +x "$TEST_TMP/long.sh"
+    submit_plain --trainer-cmd "$TEST_TMP/long.sh"
+    expect_completed 120
+    n=$(grep -c '"type":"note"' "$run/events.jsonl" || true)
+    [[ "$n" == 2 ]] || { show; fail "want the note event of both ranks in events.jsonl, got $n"; }
+    n=$(grep -c "\"pad\":\"$pad\"" "$run/events.jsonl" || true)
+    [[ "$n" == 2 ]] || fail "a note's pad is not whole ($n of 2)"
     ;;
   budget)
     submit --max-restarts 2 --fault 'crash@step=3,rank=1,repeat=1'

@@ -133,4 +133,23 @@ std::optional<std::variant<RankExit, RunnerNote>> parse_srun_message(std::string
   return std::nullopt;
 }
 
+std::optional<std::string> LabelJoiner::add(int rank, std::string_view text) {
+  auto it = pending_.find(rank);
+  if (text.size() == kSrunPieceBytes) {
+    if (it == pending_.end()) it = pending_.emplace(rank, std::string()).first;
+    it->second += text;
+    return std::nullopt;
+  }
+  if (it == pending_.end()) return std::string(text);
+  std::string line = std::move(it->second);
+  pending_.erase(it);
+  return line += text;
+}
+
+std::vector<std::pair<int, std::string>> LabelJoiner::flush() {
+  std::vector<std::pair<int, std::string>> out(pending_.begin(), pending_.end());
+  pending_.clear();
+  return out;
+}
+
 }  // namespace grpo::supervise

@@ -39,6 +39,8 @@ core::Status SrunRunner::start(const AttemptSpec& spec) {
   close_logs();
   out_ = LineBuffer();
   err_ = LineBuffer();
+  out_pieces_ = LabelJoiner();
+  err_pieces_ = LabelJoiner();
   kill_at_ = -1;
   group_killed_ = false;
   GRPO_TRY_STATUS(make_log_dir(spec.log_dir));
@@ -83,16 +85,22 @@ void SrunRunner::rank_log(int rank, std::string_view text) {
   write_line(it->second, text);
 }
 
+void SrunRunner::rank_output(int rank, std::string line, std::vector<AttemptEvent>& events) {
+  auto event = parse_event_line(line);
+  if (!event) rank_log(rank, line);  // not telemetry
+  events.emplace_back(std::in_place_type<RankOutput>,
+                      RankOutput{rank, std::move(line), std::move(event)});
+}
+
 void SrunRunner::drain(std::vector<AttemptEvent>& events) {
   std::vector<std::string> lines;
   if (srun_->out_fd() >= 0) {
     const bool open = out_.read_from(srun_->out_fd(), lines);
     for (const auto& l : lines) {
       if (auto lab = parse_label(l)) {
-        auto event = parse_event_line(lab->text);
-        if (!event) rank_log(lab->rank, lab->text);  // not telemetry
-        events.emplace_back(std::in_place_type<RankOutput>,
-                            RankOutput{lab->rank, std::string(lab->text), std::move(event)});
+        if (auto line = out_pieces_.add(lab->rank, lab->text)) {
+          rank_output(lab->rank, std::move(*line), events);
+        }
       } else {
         write_line(srun_log_, l);
       }
@@ -115,7 +123,7 @@ void SrunRunner::drain(std::vector<AttemptEvent>& events) {
         continue;
       }
       if (auto lab = parse_label(l)) {
-        rank_log(lab->rank, lab->text);
+        if (auto line = err_pieces_.add(lab->rank, lab->text)) rank_log(lab->rank, *line);
         continue;
       }
       write_line(srun_log_, l);
@@ -136,6 +144,8 @@ core::Result<std::vector<AttemptEvent>> SrunRunner::poll(double timeout_s) {
     if (auto st = srun_->try_reap()) {
       // What srun wrote before it ended; its pipes may be held open by nothing else.
       drain(events);
+      for (auto& [rank, line] : out_pieces_.flush()) rank_output(rank, std::move(line), events);
+      for (auto& [rank, line] : err_pieces_.flush()) rank_log(rank, line);
       srun_->close_out();
       srun_->close_err();
       write_line(srun_log_, "# srun ended: " + slurm::describe(*st));

@@ -3,11 +3,13 @@
 // Exited with exit code 6", "Node failure on n2", "Out Of Memory"). docs/supervisor.md.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "grpo/supervise/attempt_runner.h"
 
@@ -23,6 +25,24 @@ struct Labelled {
   std::string_view text;
 };
 std::optional<Labelled> parse_label(std::string_view line);
+
+// srun's I/O messages carry at most this many bytes of a task's output; with --label a longer
+// line comes out as pieces of exactly this size, each labelled, then the rest (possibly
+// empty): "0: <1024 bytes>", "0: <1024 bytes>", "0: <452 bytes>" for a 2,500-byte line
+// (observed with Slurm 22.05 on the test cluster; docs/supervisor.md "Limits").
+inline constexpr std::size_t kSrunPieceBytes = 1024;
+
+// Rejoins each rank's pieces (pieces of different ranks may interleave).
+class LabelJoiner {
+ public:
+  // A labelled piece of `rank`; the rank's whole line once it is complete, else nullopt.
+  std::optional<std::string> add(int rank, std::string_view text);
+  // The pieces still waiting for their rest (the output ended), as lines, by rank.
+  std::vector<std::pair<int, std::string>> flush();
+
+ private:
+  std::map<int, std::string> pending_;
+};
 
 // srun's own line (not a rank's): a rank's end, a finding, or nullopt for the rest.
 std::optional<std::variant<RankExit, RunnerNote>> parse_srun_message(std::string_view line);

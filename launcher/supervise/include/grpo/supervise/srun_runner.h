@@ -16,6 +16,7 @@
 
 #include "grpo/supervise/attempt_runner.h"
 #include "grpo/supervise/child_process.h"
+#include "grpo/supervise/output_parsing.h"
 
 namespace grpo::supervise {
 
@@ -42,11 +43,14 @@ class SrunRunner final : public AttemptRunner {
  private:
   void drain(std::vector<AttemptEvent>& events);
   void rank_log(int rank, std::string_view text);
+  // A rank's whole stdout line: telemetry to the supervisor, anything else to its log too.
+  void rank_output(int rank, std::string line, std::vector<AttemptEvent>& events);
   void close_logs();
 
   SrunOptions o_;
   std::unique_ptr<Child> srun_;
   LineBuffer out_, err_;
+  LabelJoiner out_pieces_, err_pieces_;  // srun's 1 KiB pieces of longer lines
   int srun_log_ = -1;
   std::map<int, int> rank_logs_;
   std::filesystem::path log_dir_;
