@@ -16,7 +16,11 @@
    weights that training changed. bf16, fp16: every tensor equal to torch's own rounding
    (`.to(torch.bfloat16)`, `.to(torch.float16)`) of the checkpoint's tensor. All: hf_reference.py's float64 forward (written from the
    published architecture) on the exported files gives grpo-trainer's logits within 1e-5.
-3. Bad input: a missing run directory, a run without checkpoints, a checkpoint whose file does not
+3. Built-in models (no model directory): a 1-step tiny-dense run exports a generated config.json
+   (Qwen3ForCausalLM) that grpo-trainer forward loads and hf_reference.py's forward agrees with
+   (1e-5); tiny-moe (q/k norms + a gated shared expert) exports as Qwen2MoeForCausalLM with a
+   warning that transformers cannot hold it exactly; both byte-equal to the checkpoint in fp32.
+4. Bad input: a missing run directory, a run without checkpoints, a checkpoint whose file does not
    match its manifest, a --step that does not exist, an output directory that is not empty: each
    one line on stderr and the documented exit code (docs/exit-codes.md), and nothing written.
 """
@@ -207,6 +211,40 @@ def check_two_ranks(launch, trainer, work):
                f"max |diff| {diff:.2e}")
 
 
+def check_builtin(launch, trainer, work):
+    ids = [3, 17, 0, 42, 5, 5, 61, 23, 11]  # tiny models have 64 tokens
+    for name, arch in (("tiny-dense", "Qwen3ForCausalLM"), ("tiny-moe", "Qwen2MoeForCausalLM")):
+        base = (Path(work) / "builtin" / name).resolve()
+        shutil.rmtree(base, ignore_errors=True)
+        if not report(train_one_rank_unchanged(trainer, name, base / "run"),
+                      f"{name}: a 1-step run writes a checkpoint"):
+            continue
+        run = export(launch, base / "run", base / "export", "--dtype", "fp32")
+        warned = "transformers cannot hold this model exactly" in run.stderr
+        if not report(run.returncode == 0 and warned == (name == "tiny-moe"),
+                      f"{name}: export exit {run.returncode}, caveat warning: {warned}"):
+            continue
+        config = json.loads((base / "export" / "config.json").read_text())
+        ckpt = read_safetensors(base / "run" / "checkpoints" / "step_00000001" /
+                                "model.safetensors")
+        exported = read_model_dir(base / "export")
+        report(config["architectures"] == [arch] and set(exported) == set(ckpt) and
+               all(exported[k][2] == ckpt[k][2] for k in ckpt),
+               f"{name}: {arch}, {len(exported)} tensors byte-equal to the checkpoint")
+        if name != "tiny-dense":
+            continue
+        run = subprocess.run([trainer, "forward", "--model", str(base / "export"), "--ids",
+                              ",".join(map(str, ids))], capture_output=True, text=True)
+        if not report(run.returncode == 0, f"{name}: grpo-trainer forward on the export "
+                      f"{run.stderr.strip()}"):
+            continue
+        got = torch.tensor(json.loads(run.stdout)["logits"], dtype=torch.float64)
+        want = ref.reference_logits(config, {k: to_torch(t) for k, t in exported.items()}, ids)
+        diff = (got - want).abs().max().item()
+        report(diff <= ref.TOLERANCE, f"{name}: hf_reference forward on the generated config.json "
+               f"vs grpo-trainer forward: max |diff| {diff:.2e}")
+
+
 def one_line(run, code, expect, what):
     lines = [l for l in run.stderr.splitlines() if l.strip()]
     return report(run.returncode == code and len(lines) == 1 and expect in lines[0],
@@ -257,6 +295,7 @@ def main(argv):
         return 2
     launch, trainer, work = argv[1], argv[2], argv[3]
     check_round_trip(launch, trainer, work)
+    check_builtin(launch, trainer, work)
     check_errors(launch, trainer, work)
     check_two_ranks(launch, trainer, work)
     if FAILED:
