@@ -8,8 +8,9 @@
    SFT step at learning rate 1e-30 (an AdamW step of ~1e-30 leaves every fp32 weight of these
    sizes unchanged; the test checks it); `grpo-launch export --dtype fp32` writes it out again.
    Every tensor of the export must be byte-equal to the original file's (read here with struct +
-   json, not with our C++), the export must hold no other tensor, and `grpo-trainer forward` on
-   both directories must print identical logits.
+   json, not with our C++), the export must hold no other tensor, config.json, the tokenizer
+   files and generation_config.json must come across (only torch_dtype set), and
+   `grpo-trainer forward` on both directories must print identical logits.
 2. Trained at 2 ranks: the Qwen3-MoE directory is trained a few SFT + GRPO steps on 2 ranks with
    the experts split over them (EP=2; torchrun variables), and its newest checkpoint exported in
    fp32, bf16 and fp16. fp32: every tensor byte-equal to the checkpoint's model.safetensors, and
@@ -116,6 +117,13 @@ def check_round_trip(launch, trainer, work):
         shutil.rmtree(base, ignore_errors=True)
         model_dir = base / "model"
         ref.write_case(case, model_dir)
+        extras = {}
+        if case == "qwen3-tied":  # files besides the weights are copied unchanged
+            extras = {"tokenizer.json": '{"version": "1.0", "model": {"type": "BPE"}}\n',
+                      "tokenizer_config.json": '{"eos_token": "<|im_end|>"}\n',
+                      "generation_config.json": '{"eos_token_id": [7, 8], "top_p": 0.8}\n'}
+            for name, text in extras.items():
+                (model_dir / name).write_text(text)
         if not report(train_one_rank_unchanged(trainer, model_dir, base / "run"),
                       f"{case}: grpo-trainer loads it and writes a checkpoint"):
             continue
@@ -139,6 +147,9 @@ def check_round_trip(launch, trainer, work):
                {k: v for k, v in config.items() if k != "torch_dtype"} ==
                {k: v for k, v in ref.CASES[case]["config"].items() if k != "torch_dtype"},
                f"{case}: config.json is the original's with torch_dtype float32")
+        if extras:
+            report(all((base / "export" / n).read_text() == t for n, t in extras.items()),
+                   f"{case}: {', '.join(extras)} copied unchanged")
         a, b = forward(trainer, model_dir), forward(trainer, base / "export")
         report(a is not None and a == b, f"{case}: grpo-trainer forward: identical logits")
 
@@ -282,6 +293,9 @@ def check_errors(launch, trainer, work):
     model.write_bytes(bytes(data))
     one_line(export(launch, base / "run", base / "out"), 2,
              "model.safetensors: SHA-256 does not match the manifest", "corrupted checkpoint")
+    one_line(export(launch, base / "run", base / "out", "--step", "1"), 2,
+             "step_00000001: does not verify: model.safetensors: SHA-256 does not match",
+             "corrupted checkpoint, --step 1")
     one_line(export(launch, base / "run", base / "out", "--max-shard-size", "5XB"), 2,
              "--max-shard-size", "bad --max-shard-size")
     report(not (base / "out").exists() and not any(p.name.startswith(".tmp-export")
