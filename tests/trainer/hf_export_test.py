@@ -22,7 +22,8 @@
    (1e-5); tiny-moe (q/k norms + a gated shared expert) exports as Qwen2MoeForCausalLM with a
    warning that transformers cannot hold it exactly; both byte-equal to the checkpoint in fp32.
 4. Bad input: a missing run directory, a run without checkpoints, a checkpoint whose file does not
-   match its manifest, a --step that does not exist, an output directory that is not empty: each
+   match its manifest (a newer torn checkpoint is skipped with a warning, as --resume auto
+   skips it), a --step that does not exist, an output directory that is not empty: each
    one line on stderr and the documented exit code (docs/exit-codes.md), and nothing written.
 """
 import json
@@ -100,10 +101,12 @@ def export(launch, run_dir, out, *extra):
                           capture_output=True, text=True)
 
 
-def train_one_rank_unchanged(trainer, model_dir, run_dir):
+def train_one_rank_unchanged(trainer, model_dir, run_dir, steps=1):
+    """`steps` SFT steps at learning rate 1e-30, a checkpoint after each."""
     args = [trainer, "--model", str(model_dir), "--run-dir", str(run_dir), "--resume", "none",
             "--log-level", "error"] + ref.TRAIN_SETTINGS + [
-            "--set", "trainer.total_training_steps=0", "--set", "trainer.sft_warmup_steps=1",
+            "--set", "trainer.total_training_steps=0", "--set", f"trainer.sft_warmup_steps={steps}",
+            "--set", "trainer.save_freq=1", "--set", "trainer.max_ckpt_to_keep=5",
             "--set", "trainer.sft_lr=1e-30", "--set", "actor_rollout_ref.actor.optim.weight_decay=0"]
     run = subprocess.run(args, capture_output=True, text=True)
     if run.returncode != 0:
@@ -272,9 +275,19 @@ def check_errors(launch, trainer, work):
     one_line(export(launch, base / "empty-run", base / "out"), 2, "no checkpoint",
              "run without checkpoints")
     ref.write_case("qwen3-tied", base / "model")
-    if not train_one_rank_unchanged(trainer, base / "model", base / "run"):
+    if not train_one_rank_unchanged(trainer, base / "model", base / "run", steps=2):
         report(False, "errors: a run to export")
         return
+    # The newest checkpoint does not verify: the one before it is exported, with a warning.
+    (base / "run" / "checkpoints" / "step_00000002" / "rng.safetensors").unlink()
+    run = export(launch, base / "run", base / "older")
+    lines = [l for l in run.stderr.splitlines() if l.strip()]
+    report(run.returncode == 0 and "exported step 1 " in run.stdout and len(lines) == 1 and
+           "warning: skipped a checkpoint that does not verify" in lines[0] and
+           "step_00000002: missing file rng.safetensors" in lines[0],
+           f"newest checkpoint torn: exit {run.returncode}, {run.stdout.strip()} {lines}")
+    shutil.rmtree(base / "run" / "checkpoints" / "step_00000002")
+    (base / "run" / "checkpoints" / "latest").write_text("step_00000001\n")
     one_line(export(launch, base / "run", base / "out", "--step", "7"), 2,
              "no checkpoint of step 7", "--step 7 (absent)")
     (base / "full").mkdir()
