@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,20 @@ struct ReportArgs {
   std::string output;  // default <run_dir>/report.html; for several runs ./compare-report.html
 };
 
+// `grpo-launch export` (export_command.cpp, docs/hf-checkpoints.md "Export").
+struct ExportArgs {
+  std::string run_dir;
+  std::optional<std::int64_t> step;    // --step (default: the newest checkpoint that verifies)
+  std::string output;                  // -o DIR
+  std::string dtype = "bf16";          // --dtype bf16|fp16|fp32
+  std::string max_shard_size = "5GB";  // --max-shard-size
+};
+
 int cmd_status(const GlobalArgs& global, const StatusArgs& args);
+// Writes a run's checkpoint as a Hugging Face model directory. Exit 0; 2 run directory,
+// checkpoint or model unreadable / not verifying; 73 the output directory exists and is not
+// empty, or cannot be written.
+int cmd_export(const GlobalArgs& global, const ExportArgs& args);
 int cmd_events(const GlobalArgs& global, const EventsArgs& args);
 int cmd_report(const GlobalArgs& global, const ReportArgs& args);
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args);

@@ -293,6 +293,30 @@ int main(int argc, char** argv) {
                      "./compare-report.html)")
         ->type_name("FILE");
 
+    grpo::cli::ExportArgs export_args;
+    std::int64_t export_step = -1;
+    auto* export_cmd = app.add_subcommand(
+        "export", "Write a run's checkpoint as a Hugging Face model directory (safetensors)");
+    export_cmd->add_option("run", export_args.run_dir, "Run directory")
+        ->required()
+        ->type_name("RUN_DIR");
+    export_cmd
+        ->add_option("--step", export_step,
+                     "Checkpoint step (default: the newest checkpoint that verifies)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{999'999'999'999}));
+    export_cmd
+        ->add_option("--output,-o", export_args.output,
+                     "Model directory to create (absent or empty; written whole or not at all)")
+        ->required()
+        ->type_name("DIR");
+    export_cmd->add_option("--dtype", export_args.dtype, "dtype of the tensors (default bf16)")
+        ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+    export_cmd
+        ->add_option("--max-shard-size", export_args.max_shard_size,
+                     "Largest shard, as transformers' save_pretrained (default 5GB; KB, MB, GB, "
+                     "KiB, MiB, GiB); one shard is written as model.safetensors")
+        ->type_name("SIZE");
+
     std::string completion_shell = "bash";
     std::string completion_output;
     auto* completion = app.add_subcommand("completion", "Print the shell completion script");
@@ -353,6 +377,10 @@ int main(int argc, char** argv) {
       return grpo::cli::kExitOk;
     }
     if (status->parsed()) return grpo::cli::cmd_status(global, status_args);
+    if (export_cmd->parsed()) {
+      if (export_step >= 0) export_args.step = export_step;
+      return grpo::cli::cmd_export(global, export_args);
+    }
     if (events->parsed()) return grpo::cli::cmd_events(global, events_args);
     if (report->parsed()) return grpo::cli::cmd_report(global, report_args);
     if (check->parsed()) return grpo::cli::cmd_check(global, check_args);

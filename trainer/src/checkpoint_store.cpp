@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "grpo/io/checkpoint_files.h"
 #include "grpo/io/files.h"
 #include "grpo/trainer/sha256.h"
 
@@ -24,13 +25,7 @@ core::Error io_error(const std::string& what, const fs::path& path, int err) {
 }
 
 std::optional<std::int64_t> step_of(const std::string& name) {
-  if (name.rfind("step_", 0) != 0 || name.size() <= 5) return std::nullopt;
-  std::int64_t v = 0;
-  for (std::size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    v = v * 10 + (name[i] - '0');
-  }
-  return v;
+  return io::checkpoint_step(name);
 }
 
 // Checkpoint files are as large as the model: no size limit on reads.
@@ -83,9 +78,7 @@ core::Status CheckpointWriter::write_file(const std::string& name, std::string_v
 CheckpointStore::CheckpointStore(fs::path root) : root_(std::move(root)) {}
 
 std::string CheckpointStore::dir_name(std::int64_t step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
-  return buf;
+  return io::checkpoint_dir_name(step);
 }
 
 core::Result<CheckpointWriter> CheckpointStore::begin(std::int64_t step) const {
@@ -141,65 +134,17 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
 }
 
 core::Result<CheckpointInfo> CheckpointStore::verify(const fs::path& dir) const {
-  auto text = io::read_file(dir / "manifest.json", kAnySize);
-  if (!text.ok()) return make_error(ErrorKind::kNotFound, "no manifest.json");
-  nlohmann::json manifest;
-  try {
-    manifest = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(ErrorKind::kParse, std::string("manifest.json does not parse: ") + e.what());
-  }
-  if (!manifest.is_object() || manifest.value("format", "") != "grpo-checkpoint" ||
-      !manifest.contains("files") || !manifest["files"].is_object() || !manifest.contains("step") ||
-      !manifest["step"].is_number_integer()) {
-    return make_error(ErrorKind::kParse, "manifest.json is not a grpo-checkpoint manifest");
-  }
-  if (manifest.value("version", 0) != kCheckpointFormatVersion) {
-    return make_error(ErrorKind::kInvalidValue,
-                      "unsupported checkpoint version " + manifest["version"].dump());
-  }
-  for (const auto& [name, entry] : manifest["files"].items()) {
-    auto bytes = io::read_file(dir / name, kAnySize);
-    if (!bytes.ok()) return make_error(ErrorKind::kNotFound, "missing file " + name);
-    if (bytes->size() != entry.value("bytes", std::size_t{0})) {
-      return make_error(ErrorKind::kInvalidValue, name + ": size " + std::to_string(bytes->size()) +
-                                                      " != manifest " + entry["bytes"].dump());
-    }
-    if (sha256_hex(*bytes) != entry.value("sha256", "")) {
-      return make_error(ErrorKind::kInvalidValue, name + ": SHA-256 does not match the manifest");
-    }
-  }
-  return CheckpointInfo{dir, manifest["step"].get<std::int64_t>(), manifest};
+  GRPO_TRY(io::VerifiedCheckpoint v, io::verify_checkpoint(dir));
+  return CheckpointInfo{std::move(v.dir), v.step, std::move(v.manifest)};
 }
 
 std::vector<std::pair<std::int64_t, fs::path>> CheckpointStore::list() const {
-  std::vector<std::pair<std::int64_t, fs::path>> out;
-  std::error_code ec;
-  if (!fs::is_directory(root_, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(root_, ec)) {
-    if (!entry.is_directory()) continue;
-    if (auto step = step_of(entry.path().filename().string())) {
-      out.emplace_back(*step, entry.path());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return io::list_checkpoints(root_);
 }
 
 std::optional<CheckpointInfo> CheckpointStore::find_latest_valid(
     std::vector<SkippedCheckpoint>* skipped) const {
-  std::vector<fs::path> candidates;
-  if (auto latest = io::read_file(root_ / "latest", kAnySize); latest.ok()) {
-    std::string name = *latest;
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    if (step_of(name)) candidates.push_back(root_ / name);
-  }
-  auto all = list();
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (std::find(candidates.begin(), candidates.end(), it->second) == candidates.end()) {
-      candidates.push_back(it->second);
-    }
-  }
+  const std::vector<fs::path> candidates = io::checkpoint_candidates(root_);
   // `latest` is a hint: a newer directory that verifies (latest not yet updated) still wins.
   std::optional<CheckpointInfo> best;
   std::vector<SkippedCheckpoint> local;

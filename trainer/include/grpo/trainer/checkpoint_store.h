@@ -22,10 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "grpo/core/result.h"
+#include "grpo/io/checkpoint_files.h"
 
 namespace grpo::trainer {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+inline constexpr int kCheckpointFormatVersion = io::kCheckpointFormatVersion;
 
 // One checkpoint being written into a temporary directory.
 class CheckpointWriter {
@@ -76,7 +77,8 @@ class CheckpointStore {
                                              std::int64_t keep_last) const;
 
   // Checks a checkpoint directory: manifest present and parseable, every listed file present with
-  // the listed size and SHA-256. Errors: kNotFound, kParse, kInvalidValue (the reason).
+  // the listed size and SHA-256 (io::verify_checkpoint, shared with grpo-launch export). Errors:
+  // kNotFound, kParse, kInvalidValue (the reason).
   core::Result<CheckpointInfo> verify(const std::filesystem::path& dir) const;
 
   // The newest checkpoint that verifies: `latest` first, then every step_* directory from the

@@ -1,11 +1,11 @@
-#include "grpo/trainer/sha256.h"
+#include "grpo/io/sha256.h"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
 #include <stdexcept>
 
-namespace grpo::trainer {
+namespace grpo::io {
 namespace {
 
 [[noreturn]] void fail(const char* what) {
@@ -64,4 +64,4 @@ std::string sha256_hex(std::string_view data) {
   return h.hex_digest();
 }
 
-}  // namespace grpo::trainer
+}  // namespace grpo::io
