@@ -183,7 +183,8 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
       }
       runner = std::make_unique<supervise::VerlRunner>(
           std::make_unique<supervise::LocalRunner>(false),
-          [end]() -> std::optional<double> { return end; }, std::vector<std::string>{});
+          [end]() -> std::optional<double> { return end; }, std::vector<std::string>{},
+          verl->checkpoint_dir);
     }
   } else {
     auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
@@ -222,7 +223,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
             auto end = control->end_time();
             return end.ok() ? end.value() : std::nullopt;
           },
-          info->nodes);
+          info->nodes, verl->checkpoint_dir);
     }
     std::string nodes_text;
     for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;

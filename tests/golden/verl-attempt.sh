@@ -125,37 +125,44 @@ log "attempt $attempt: Ray head on $here ($address, temp dir $temp_dir), ${#work
   --ray-client-server-port=$((base + 4)) --temp-dir="$temp_dir" \
   --num-cpus="${SLURM_CPUS_ON_NODE:-$(nproc)}" "${node_args[@]}" --block &
 ray_pids+=($!)
+
+# `ray status` counts the nodes that joined; wait_for N waits until N have (exit 3 when a Ray
+# node ends first or GRPO_RAY_START_TIMEOUT, 600 s, passes).
+deadline=$((SECONDS + ${GRPO_RAY_START_TIMEOUT:-600}))
+wait_for() {
+  while :; do
+    joined=$("$ray" status --address="$address" 2>/dev/null | awk '
+      /^(Active|Idle):/ { on = 1; next }
+      /^[^ ]/ { on = 0 }
+      on && $2 ~ /^node_/ { n += $1 }
+      END { print n + 0 }')
+    ((joined >= $1)) && return 0
+    for p in "${ray_pids[@]}"; do
+      if ! kill -0 "$p" 2>/dev/null; then
+        log "a Ray node ended before the cluster was up ($joined of $nodes joined)"
+        event '{"type":"ERROR","message":"a Ray node ended before the cluster was up"}'
+        teardown
+        exit 3
+      fi
+    done
+    if ((SECONDS >= deadline)); then
+      log "only $joined of $nodes Ray nodes joined within ${GRPO_RAY_START_TIMEOUT:-600} s"
+      event '{"type":"ERROR","message":"not every Ray node joined in time"}'
+      teardown
+      exit 3
+    fi
+    sleep 0.5
+  done
+}
+# The workers join a head that answers.
+wait_for 1
 for n in "${workers[@]}"; do
   "$srun" --nodes=1 --ntasks=1 --nodelist="$n" --overlap --kill-on-bad-exit=1 \
     "$0" --ray-node "$address" &
   ray_pids+=($!)
 done
-
 # Every node must join before the driver starts.
-deadline=$((SECONDS + ${GRPO_RAY_START_TIMEOUT:-600}))
-while :; do
-  joined=$("$ray" status --address="$address" 2>/dev/null | awk '
-    /^(Active|Idle):/ { on = 1; next }
-    /^[^ ]/ { on = 0 }
-    on && $2 ~ /^node_/ { n += $1 }
-    END { print n + 0 }')
-  ((joined >= nodes)) && break
-  for p in "${ray_pids[@]}"; do
-    if ! kill -0 "$p" 2>/dev/null; then
-      log "a Ray node ended before the cluster was up ($joined of $nodes joined)"
-      event '{"type":"ERROR","message":"a Ray node ended before the cluster was up"}'
-      teardown
-      exit 3
-    fi
-  done
-  if ((SECONDS >= deadline)); then
-    log "only $joined of $nodes Ray nodes joined within ${GRPO_RAY_START_TIMEOUT:-600} s"
-    event '{"type":"ERROR","message":"not every Ray node joined in time"}'
-    teardown
-    exit 3
-  fi
-  sleep 0.5
-done
+wait_for "$nodes"
 log "Ray is up: $joined node(s)"
 
 # The driver, on the head. A restart resumes from verl's newest checkpoint.

@@ -95,6 +95,8 @@ for h in heads:
     for o in ("--num-cpus=", "--num-gpus=8", "--node-manager-port=", "--object-manager-port=",
               "--min-worker-port=", "--max-worker-port=", "--dashboard-port=", "--block"):
         check(any(x.startswith(o) for x in a), "ray start has " + o)
+saved = [e["step"] for e in ev if e["type"] == "checkpoint_saved" and e.get("reason") == "verl"]
+check(saved and max(saved) == 6, "verl's checkpoints reported as checkpoint_saved: %r" % saved)
 stops = [c for c in calls if c["argv"][:1] == ["stop"]]
 check(len(stops) >= len(drivers), "ray stop before every attempt (%d stops)" % len(stops))
 if mode in ("crash", "hang", "nodes"):
@@ -111,6 +113,7 @@ if mode in ("crash", "hang", "nodes"):
         after = failures[0]["attempt"] + 1
         resumed = [s["step"] for s in steps if s["attempt"] == after]
         check(min(resumed) == 3, "the resumed attempt starts at step 3: %r" % resumed)
+        check(attempts[1].get("resume_step") == 2, "attempt 2 resumes from step 2 on disk")
 if mode == "walltime":
     esi = drivers[0]["esi"]
     check(esi is not None and abs(float(esi) - float(os.environ["GRPO_VERL_END_TIME"])) < 1,

@@ -1,6 +1,8 @@
 #include "grpo/supervise/verl_engine.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -170,8 +172,11 @@ core::Result<VerlRunInfo> verl_run_info_from_json(const json& j, const std::stri
 
 VerlRunner::VerlRunner(std::unique_ptr<AttemptRunner> inner,
                        std::function<std::optional<double>()> end_time,
-                       std::vector<std::string> nodes)
-    : inner_(std::move(inner)), end_time_(std::move(end_time)), nodes_(std::move(nodes)) {}
+                       std::vector<std::string> nodes, fs::path checkpoint_dir)
+    : inner_(std::move(inner)),
+      end_time_(std::move(end_time)),
+      nodes_(std::move(nodes)),
+      checkpoint_dir_(std::move(checkpoint_dir)) {}
 
 core::Status VerlRunner::start(const AttemptSpec& spec) {
   AttemptSpec s = spec;
@@ -187,6 +192,9 @@ core::Status VerlRunner::start(const AttemptSpec& spec) {
     for (const auto& n : nodes_) list += (list.empty() ? "" : " ") + n;
     s.env["GRPO_VERL_NODES"] = list;
   }
+  newest_ = newest_verl_checkpoint(checkpoint_dir_);
+  next_look_ = 0;
+  watching_ = true;
   return inner_->start(s);
 }
 
@@ -197,6 +205,27 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
     if (out == nullptr || parse_event_line(out->line)) continue;
     if (auto step = parse_verl_step_line(out->line)) out->line = step->dump();
   }
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto exit_at = std::find_if(events.begin(), events.end(), [](const AttemptEvent& ev) {
+    return std::holds_alternative<AttemptExit>(ev);
+  });
+  const bool ended = exit_at != events.end();
+  if (!checkpoint_dir_.empty() && watching_ && (now >= next_look_ || ended)) {
+    next_look_ = now + 1.0;
+    const std::int64_t newest = newest_verl_checkpoint(checkpoint_dir_);
+    if (newest > newest_) {
+      newest_ = newest;
+      const json e = {
+          {"type", "checkpoint_saved"},
+          {"step", newest},
+          {"path", (checkpoint_dir_ / ("global_step_" + std::to_string(newest))).string()},
+          {"reason", "verl"}};
+      // Before the attempt's end: the checkpoint belongs to the attempt.
+      events.insert(exit_at, AttemptEvent{std::in_place_type<RankOutput>, RankOutput{0, e.dump()}});
+    }
+  }
+  if (ended) watching_ = false;
   return events;
 }
 

@@ -7,7 +7,8 @@
 //   - exports the job's end time as MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, which
 //     verl's checkpoint manager reads (verl/utils/checkpoint/checkpoint_manager.py
 //     should_save_ckpt_esi) to save before the end;
-//   - reports the allocation's nodes as the attempt's nodes (node loss is asked about them).
+//   - reports the allocation's nodes as the attempt's nodes (node loss is asked about them);
+//   - reports a new verl checkpoint as a `checkpoint_saved` event.
 // verl's checkpoints (trainer.default_local_dir/global_step_N, latest_checkpointed_iteration.txt)
 // are the run's progress on disk: newest_verl_checkpoint.
 #pragma once
@@ -52,8 +53,11 @@ class VerlRunner final : public AttemptRunner {
  public:
   // `end_time`: the job's end (seconds since the epoch) when known; asked at every start.
   // `nodes`: the allocation's nodes (empty: the inner runner's).
+  // `checkpoint_dir`: verl's trainer.default_local_dir (empty: unknown); a new checkpoint there
+  // becomes a `checkpoint_saved` event of rank 0 (looked for at most once a second, and when the
+  // attempt ends).
   VerlRunner(std::unique_ptr<AttemptRunner> inner, std::function<std::optional<double>()> end_time,
-             std::vector<std::string> nodes);
+             std::vector<std::string> nodes, std::filesystem::path checkpoint_dir = {});
   std::string_view kind() const override { return "verl"; }
   core::Status start(const AttemptSpec& spec) override;
   core::Result<std::vector<AttemptEvent>> poll(double timeout_s) override;
@@ -66,6 +70,10 @@ class VerlRunner final : public AttemptRunner {
   std::unique_ptr<AttemptRunner> inner_;
   std::function<std::optional<double>()> end_time_;
   std::vector<std::string> nodes_;
+  std::filesystem::path checkpoint_dir_;
+  std::int64_t newest_ = -1;
+  double next_look_ = 0;
+  bool watching_ = false;  // an attempt runs (its AttemptExit not returned yet)
 };
 
 }  // namespace grpo::supervise
