@@ -225,7 +225,8 @@ int main(int argc, char** argv) {
     submit->add_flag("--dry-run,-n", submit_args.plan.dry_run,
                      "Print the Parallel Config Summary and the batch script; submit nothing");
     submit->footer(
-        "Exit: 0 submitted, 1 infeasible plan, 2 bad input, 69 Slurm unreachable, 73 run "
+        "Exit: 0 submitted, 1 infeasible plan (--engine verl: check found errors), 2 bad input, "
+        "69 Slurm unreachable, 73 run "
         "directory not writable,\n76 sbatch refused the job. On a definite sbatch failure the "
         "run directory is removed.");
 
