@@ -126,13 +126,16 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
   const core::CheckedRun& run = report.runs.front();
   const io::DirectorySourceProvider provider(
       io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
-  GRPO_TRY(const core::ClusterProfile profile, core::load_cluster(provider, run.profile, [&] {
-             std::vector<core::Override> sets;
-             for (const auto& s : args.plan.sets) {
-               if (auto o = core::parse_override(s); o.ok()) sets.push_back(o.value());
-             }
-             return sets;
-           }()));
+  GRPO_TRY(const core::ClusterProfile profile,
+           core::load_cluster(provider, args.plan.profile.empty() ? run.profile : args.plan.profile,
+                              [&] {
+                                std::vector<core::Override> sets;
+                                for (const auto& s : args.plan.sets) {
+                                  if (auto o = core::parse_override(s); o.ok())
+                                    sets.push_back(o.value());
+                                }
+                                return sets;
+                              }()));
   VerlPrepared p;
   const auto [stamp, iso] = utc_now();
   std::error_code ec;
