@@ -66,6 +66,8 @@ struct LaunchArgs {
   std::vector<std::string> trainer_sets;  // the trainer's keys among --set (split_trainer_sets)
   std::vector<std::string> faults;        // --fault: passed to grpo-trainer
   SupervisorFlags supervisor;
+  std::string engine;  // render / submit --engine verl: run an existing verl script instead
+  std::string script;  // the verl launch script (with --engine verl)
 };
 
 struct SuperviseArgs {

@@ -33,6 +33,7 @@
 #include "grpo/slurm/sbatch.h"
 #include "grpo/slurm/slurm_job.h"
 #include "launch_common.h"
+#include "verl_commands.h"
 
 namespace grpo::cli {
 
@@ -78,6 +79,10 @@ bool looks_like_file(const std::string& name) {
 }
 
 }  // namespace
+
+core::Result<std::string> load_sbatch_template(const LaunchArgs& args) {
+  return load_template(args);
+}
 
 core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
                                bool render_script) {
@@ -292,6 +297,16 @@ LaunchArgs split_trainer_sets(const LaunchArgs& args) {
 }
 
 int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
+  if (!given.engine.empty()) return cmd_verl(global, given, false);
+  if (given.plan.profile.empty() || given.plan.model.empty()) {
+    print_error("--profile and --model are required (or --engine verl SCRIPT); see --help");
+    return kExitUsage;
+  }
+  if (!given.script.empty()) {
+    print_error("unexpected argument " + core::shell_quote(given.script) +
+                " (a verl script needs --engine verl)");
+    return kExitUsage;
+  }
   const LaunchArgs args = split_trainer_sets(given);
   std::string note;
   auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
@@ -305,6 +320,16 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
 }
 
 int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
+  if (!given.engine.empty()) return cmd_verl(global, given, true);
+  if (given.plan.profile.empty() || given.plan.model.empty()) {
+    print_error("--profile and --model are required (or --engine verl SCRIPT); see --help");
+    return kExitUsage;
+  }
+  if (!given.script.empty()) {
+    print_error("unexpected argument " + core::shell_quote(given.script) +
+                " (a verl script needs --engine verl)");
+    return kExitUsage;
+  }
   const LaunchArgs args = split_trainer_sets(given);
   std::string note;
   auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);

@@ -33,6 +33,8 @@ struct Prepared {
 // (--trainer-cmd syntax, trainer settings with --trainer-cmd), a missing template.
 core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
                                bool render_script);
+// templates/sbatch.mustache (or --template).
+core::Result<std::string> load_sbatch_template(const LaunchArgs& args);
 // plan.json, rankmap.json, env.json, run.json, supervisor.json (and job.sbatch when rendered).
 std::map<std::string, std::string> run_dir_files(const Prepared& p);
 supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core::Plan& plan);

@@ -57,6 +57,17 @@ void add_launch_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
       ->check(CLI::Range(1, 3600));
 }
 
+// render / submit --engine verl SCRIPT (docs/verl.md).
+void add_engine_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
+  app->add_option("--engine", args.engine,
+                  "Run an existing verl launch script instead of a plan: `check` must pass, then "
+                  "the job starts Ray on the allocation and verl's driver on the head node under "
+                  "the supervisor (docs/verl.md); --profile gives the Slurm settings")
+      ->check(CLI::IsMember({"verl"}));
+  app->add_option("script", args.script, "The verl launch script (with --engine verl)")
+      ->type_name("SCRIPT");
+}
+
 // The supervisor's settings (run, submit, the bare form): they go to <run_dir>/supervisor.json.
 void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
   auto& f = args.supervisor;
@@ -200,19 +211,22 @@ int main(int argc, char** argv) {
     grpo::cli::LaunchArgs render_args;
     auto* render =
         app.add_subcommand("render", "Print the sbatch script of a run (submit nothing)");
-    add_plan_options(render, render_args.plan, true);
+    add_plan_options(render, render_args.plan, false);
     add_launch_options(render, render_args);
+    add_engine_options(render, render_args);
 
     grpo::cli::LaunchArgs submit_args;
     auto* submit = app.add_subcommand(
         "submit", "Plan, write the run directory and submit the batch job with sbatch");
-    add_plan_options(submit, submit_args.plan, true);
+    add_plan_options(submit, submit_args.plan, false);
     add_launch_options(submit, submit_args);
+    add_engine_options(submit, submit_args);
     add_supervisor_options(submit, submit_args);
     submit->add_flag("--dry-run,-n", submit_args.plan.dry_run,
                      "Print the Parallel Config Summary and the batch script; submit nothing");
     submit->footer(
-        "Exit: 0 submitted, 1 infeasible plan, 2 bad input, 69 Slurm unreachable, 73 run "
+        "Exit: 0 submitted, 1 infeasible plan (--engine verl: check found errors), 2 bad input, "
+        "69 Slurm unreachable, 73 run "
         "directory not writable,\n76 sbatch refused the job. On a definite sbatch failure the "
         "run directory is removed.");
 

@@ -30,6 +30,7 @@
 #include "grpo/supervise/slurm_job_control.h"
 #include "grpo/supervise/srun_runner.h"
 #include "grpo/supervise/supervisor.h"
+#include "grpo/supervise/verl_engine.h"
 #include "launch_common.h"
 
 namespace grpo::cli {
@@ -147,6 +148,19 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   o.exclude = r.spec.exclude;
   o.config = r.config;
   supervise::SystemClock clock;
+  // A verl run (submit --engine verl, docs/verl.md): one process per attempt, verl-attempt.sh on
+  // this host (the Ray head), which starts Ray on the allocation itself.
+  std::optional<supervise::VerlRunInfo> verl;
+  if (std::error_code ec; fs::exists(r.dir / "verl.json", ec)) {
+    auto j = read_json(r.dir / "verl.json");
+    if (!j.ok()) return fail(j.error());
+    auto info = supervise::verl_run_info_from_json(j.value(), (r.dir / "verl.json").string());
+    if (!info.ok()) return fail(info.error());
+    verl = info.value();
+    o.nodes = 1;
+    o.ranks_per_node = 1;
+    o.exclude.clear();
+  }
 
   std::unique_ptr<supervise::AttemptRunner> runner;
   std::unique_ptr<supervise::JobControl> job;
@@ -158,9 +172,20 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
                                                       supervise::TrainerContract::kEmbedded);
     job = std::make_unique<supervise::LocalJobControl>();
     // Every rank on this machine: one "node" of world_size ranks, no Slurm nodes to exclude.
-    o.ranks_per_node = r.spec.nodes * r.spec.ranks_per_node;
+    o.ranks_per_node = verl ? 1 : r.spec.nodes * r.spec.ranks_per_node;
     o.nodes = 1;
     o.exclude.clear();
+    if (verl) {
+      // No job to ask: GRPO_VERL_END_TIME (seconds since the epoch) stands for its end time.
+      std::optional<double> end;
+      if (const char* t = std::getenv("GRPO_VERL_END_TIME"); t != nullptr && *t != '\0') {
+        end = std::strtod(t, nullptr);
+      }
+      runner = std::make_unique<supervise::VerlRunner>(
+          std::make_unique<supervise::LocalRunner>(false),
+          [end]() -> std::optional<double> { return end; }, std::vector<std::string>{},
+          verl->checkpoint_dir);
+    }
   } else {
     auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
     if (!job_id.ok()) return fail(job_id.error());
@@ -190,6 +215,16 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
     }
     jo.allocation_nodes = info->nodes;
     job = std::make_unique<supervise::SlurmJobControl>(*lib, processes, jo);
+    if (verl) {
+      supervise::JobControl* control = job.get();
+      runner = std::make_unique<supervise::VerlRunner>(
+          std::make_unique<supervise::LocalRunner>(false),
+          [control]() -> std::optional<double> {
+            auto end = control->end_time();
+            return end.ok() ? end.value() : std::nullopt;
+          },
+          info->nodes, verl->checkpoint_dir);
+    }
     std::string nodes_text;
     for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
     const auto setup_ms =
@@ -200,6 +235,11 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
                  static_cast<long long>(setup_ms));
   }
   supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr, nullptr};
+  if (verl) {
+    // verl's own checkpoints (global_step_N, latest_checkpointed_iteration.txt) are the progress.
+    const fs::path dir = verl->checkpoint_dir;
+    deps.newest_checkpoint = [dir]() { return supervise::newest_verl_checkpoint(dir); };
+  }
   // Node health before every (re)start (docs/supervisor.md, "Node health"): here in-process,
   // under Slurm one srun step over the attempt's nodes, one `grpo-launch health-check` task each.
   auto health_spec = [&r]() -> core::Result<supervise::HealthSpec> {

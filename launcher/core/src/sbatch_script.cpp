@@ -39,6 +39,11 @@ Error invalid(const Plan& plan, std::string message) {
                     SourceLocation{where_profile(plan), 0, 0});
 }
 
+Error invalid_in(const ClusterProfile& c, std::string message) {
+  return make_error(ErrorKind::kInvalidValue, std::move(message),
+                    SourceLocation{c.source_path, 0, 0});
+}
+
 }  // namespace
 
 std::string printable(std::string_view value) {
@@ -85,31 +90,14 @@ Status validate_sbatch_value(std::string_view field, std::string_view option,
   return ok_status();
 }
 
-Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& options) {
-  if (!plan_ok(plan)) {
-    return make_error(ErrorKind::kInfeasible,
-                      "the plan is not runnable (infeasible or with errors); see `grpo-launch "
-                      "plan`");
-  }
-  const ClusterProfile& c = plan.cluster;
+Status fill_sbatch_directives(const ClusterProfile& c, int ranks_per_node,
+                              const std::string& run_dir, SbatchView& v) {
   const SlurmDefaults& s = c.slurm;
-  const RankMap& map = plan.rank_map;
-  if (map.nodes <= 0 || map.ranks_per_node <= 0) {
-    return make_error(ErrorKind::kInternal, "the plan has an empty rank map");
-  }
-  SbatchView v;
-  v.version = options.version;
-  v.profile_name = sanitize_name(c.name);
-  v.model_name = sanitize_name(plan.model.name);
-  v.job_name = "grpo-" + v.model_name + "-" + v.profile_name;
-  v.nodes = std::to_string(map.nodes);
-  v.ntasks_per_node = std::to_string(map.ranks_per_node);
-
   const auto field = [&](std::string_view name, std::string_view option, const std::string& value,
                          std::string_view allowed, std::string& out) -> Status {
     if (value.empty()) return ok_status();
     auto st = validate_sbatch_value("slurm." + std::string(name), option, value, allowed);
-    if (!st.ok()) return invalid(plan, "profile " + c.name + ": " + st.error().message);
+    if (!st.ok()) return invalid_in(c, "profile " + c.name + ": " + st.error().message);
     out = value;
     return ok_status();
   };
@@ -131,10 +119,10 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
     GRPO_TRY_STATUS(field("gres", "--gres", s.gres, kGresChars, v.gres));
   }
   if (c.host.cpu_cores > 0) {
-    v.cpus_per_task = std::to_string(std::max(1, c.host.cpu_cores / map.ranks_per_node));
+    v.cpus_per_task = std::to_string(std::max(1, c.host.cpu_cores / ranks_per_node));
   }
   if (s.signal_lead_seconds < 0 || s.signal_lead_seconds > 65535) {
-    return invalid(plan, "profile " + c.name + ": slurm.signal_lead_seconds " +
+    return invalid_in(c, "profile " + c.name + ": slurm.signal_lead_seconds " +
                              std::to_string(s.signal_lead_seconds) +
                              " is out of range (0..65535; Slurm's limit)");
   }
@@ -143,8 +131,8 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
   for (const auto& arg : s.extra_args) {
     const std::string shown = "slurm.extra_args entry \"" + printable(arg) + "\"";
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
-      return invalid(plan, "profile " + c.name + ": " + shown +
-                               " must be a long option, --flag or --flag=value");
+      return invalid_in(
+          c, "profile " + c.name + ": " + shown + " must be a long option, --flag or --flag=value");
     }
     const auto eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
@@ -152,35 +140,58 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
     for (char ch : name)
       name_ok = name_ok && ((ch >= 'a' && ch <= 'z') || ch == '-' || (ch >= '0' && ch <= '9'));
     if (!name_ok) {
-      return invalid(plan, "profile " + c.name + ": " + shown +
+      return invalid_in(c, "profile " + c.name + ": " + shown +
                                ": the option name must be lower-case letters, digits and '-'");
     }
     if (std::find(kOwnedOptions.begin(), kOwnedOptions.end(), name) != kOwnedOptions.end()) {
-      return invalid(plan, "profile " + c.name + ": " + shown + " sets --" + name +
+      return invalid_in(c, "profile " + c.name + ": " + shown + " sets --" + name +
                                ", which grpo-launch sets from the plan (use the profile's own "
                                "field or --set instead)");
     }
     if (eq != std::string::npos) {
       auto st = validate_sbatch_value("slurm.extra_args", "--" + name, arg.substr(eq + 1),
                                       kExtraValueChars);
-      if (!st.ok()) return invalid(plan, "profile " + c.name + ": " + st.error().message);
+      if (!st.ok()) return invalid_in(c, "profile " + c.name + ": " + st.error().message);
     }
     v.extra_args.push_back(arg);
   }
 
-  if (options.run_dir.empty() || options.run_dir.front() != '/') {
+  if (run_dir.empty() || run_dir.front() != '/') {
     return make_error(ErrorKind::kInternal,
-                      "run directory must be absolute: " + printable(options.run_dir));
+                      "run directory must be absolute: " + printable(run_dir));
   }
   {
-    auto st = validate_sbatch_value("run directory", "--output", options.run_dir, kPathChars);
+    auto st = validate_sbatch_value("run directory", "--output", run_dir, kPathChars);
     if (!st.ok()) {
       return make_error(ErrorKind::kInvalidValue,
                         st.error().message + "; choose another --run-dir");
     }
   }
-  v.output = options.run_dir + "/slurm-%j.out";
-  v.error = options.run_dir + "/slurm-%j.err";
+  v.output = run_dir + "/slurm-%j.out";
+  v.error = run_dir + "/slurm-%j.err";
+  return ok_status();
+}
+
+Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& options) {
+  if (!plan_ok(plan)) {
+    return make_error(ErrorKind::kInfeasible,
+                      "the plan is not runnable (infeasible or with errors); see `grpo-launch "
+                      "plan`");
+  }
+  const ClusterProfile& c = plan.cluster;
+  const RankMap& map = plan.rank_map;
+  if (map.nodes <= 0 || map.ranks_per_node <= 0) {
+    return make_error(ErrorKind::kInternal, "the plan has an empty rank map");
+  }
+  SbatchView v;
+  v.version = options.version;
+  v.profile_name = sanitize_name(c.name);
+  v.model_name = sanitize_name(plan.model.name);
+  v.job_name = "grpo-" + v.model_name + "-" + v.profile_name;
+  v.nodes = std::to_string(map.nodes);
+  v.ntasks_per_node = std::to_string(map.ranks_per_node);
+
+  GRPO_TRY_STATUS(fill_sbatch_directives(c, map.ranks_per_node, options.run_dir, v));
 
   for (const auto& node : plan.env.node) {
     if (!node.empty()) {

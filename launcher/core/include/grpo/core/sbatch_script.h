@@ -67,6 +67,13 @@ struct SbatchView {
 // plan is not runnable (plan_ok false).
 Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& options);
 
+// The #SBATCH values that come from the cluster profile (partition ... extra_args, gres or
+// --gpus-per-node, cpus per task for `ranks_per_node` tasks, signal) and --output / --error in
+// `run_dir`, validated as make_sbatch_view does (the same errors). Used by make_sbatch_view and
+// by `submit --engine verl` (verl_job.h).
+Status fill_sbatch_directives(const ClusterProfile& c, int ranks_per_node,
+                              const std::string& run_dir, SbatchView& v);
+
 // Checks a value for a `#SBATCH --<option>=` line against the characters allowed for it
 // (`allowed` holds the punctuation allowed besides ASCII letters and digits). Exposed for tests.
 Status validate_sbatch_value(std::string_view field, std::string_view option,

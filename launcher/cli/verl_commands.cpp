@@ -1,0 +1,300 @@
+// grpo-launch render / submit --engine verl SCRIPT (docs/verl.md): an existing verl launch script
+// run inside the allocation under the supervisor. `check` must pass first; then the run directory
+// holds the batch script (templates/sbatch.mustache, one task per node), verl-attempt.sh (Ray and
+// the driver, core/verl_job.h) and verl.json (what supervise needs to know).
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "exit_codes.h"
+#include "grpo/core/catalog.h"
+#include "grpo/core/checker.h"
+#include "grpo/core/run_spec.h"
+#include "grpo/core/shell_quote.h"
+#include "grpo/core/verl_job.h"
+#include "grpo/io/files.h"
+#include "grpo/io/profile_store.h"
+#include "grpo/render/sbatch_render.h"
+#include "grpo/slurm/process_runner.h"
+#include "grpo/slurm/sbatch.h"
+#include "grpo/supervise/verl_engine.h"
+#include "launch_common.h"
+#include "verl_commands.h"
+
+namespace grpo::cli {
+
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::make_error;
+
+namespace {
+
+int fail(const core::Error& e) {
+  print_error(e.str());
+  return exit_code_for(e);
+}
+
+core::Result<std::string> read_sourced(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    return make_error(ErrorKind::kNotFound, "no such file: " + path);
+  return io::read_file(path, 4u << 20);
+}
+
+struct VerlPrepared {
+  std::string run_dir;
+  std::map<std::string, std::string> files;
+  std::string script;  // job.sbatch
+  core::RunSpec run;
+};
+
+CheckArgs check_args_for(const LaunchArgs& args) {
+  CheckArgs c;
+  c.files = {args.script};
+  c.profile = args.plan.profile;
+  c.model = args.plan.model;
+  c.sets = args.plan.sets;
+  c.engines = args.plan.engines;
+  return c;
+}
+
+// `check` of the script, silently; nullopt when it passes (no errors), else check's exit code
+// after printing its report as `grpo-launch check` would.
+std::optional<int> check_first(const GlobalArgs& global, const LaunchArgs& args, bool submit,
+                               core::CheckReport* report, core::ParsedScript* parsed) {
+  const CheckArgs ca = check_args_for(args);
+  const io::DirectorySourceProvider provider(
+      io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+  auto schema = io::load_config_schema(io::executable_dir());
+  if (!schema.ok()) return cmd_check(global, ca);
+  core::CheckOptions options;
+  options.profile = ca.profile;
+  options.model = ca.model;
+  if (!ca.engines.empty()) {
+    auto engines = core::parse_engine_versions(ca.engines);
+    if (!engines.ok()) return cmd_check(global, ca);
+    options.engines = engines.value();
+  }
+  for (const auto& s : ca.sets) {
+    auto o = core::parse_override(s);
+    if (!o.ok()) return cmd_check(global, ca);
+    options.sets.push_back(std::move(o).value());
+  }
+  auto text = io::read_file(args.script, 4u << 20);
+  if (!text.ok()) return cmd_check(global, ca);
+  core::ShellReadOptions read_options;
+  read_options.read_file = read_sourced;
+  // The job runs what the script means for this user, here: $HOME, $USER and $PWD are this
+  // process's (`check` alone reads them as /root, root and .).
+  for (const char* name : {"HOME", "USER", "PWD"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      read_options.environment[name] = v;
+    }
+  }
+  auto script = core::read_shell_script(text.value(), args.script, read_options);
+  if (!script.ok()) return cmd_check(global, ca);
+  auto r = core::check_script(script.value(), schema.value(), provider, options);
+  if (!r.ok() || r->errors() > 0) {
+    const int code = cmd_check(global, ca);
+    print_error("`grpo-launch check " + core::shell_quote(args.script) +
+                "` found errors; nothing was " + (submit ? "submitted" : "rendered"));
+    return code == kExitOk ? kExitFindings : code;
+  }
+  *report = std::move(r).value();
+  *parsed = std::move(script).value();
+  return std::nullopt;
+}
+
+std::pair<std::string, std::string> utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char compact[32];
+  char iso[32];
+  std::strftime(compact, sizeof compact, "%Y%m%dT%H%M%SZ", &tm);
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return {compact, iso};
+}
+
+core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchArgs& args,
+                                        const core::CheckReport& report,
+                                        const core::ParsedScript& parsed) {
+  GRPO_TRY(core::VerlDriver driver, core::verl_driver(parsed));
+  const core::CheckedRun& run = report.runs.front();
+  const io::DirectorySourceProvider provider(
+      io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+  GRPO_TRY(const core::ClusterProfile profile,
+           core::load_cluster(provider, args.plan.profile.empty() ? run.profile : args.plan.profile,
+                              [&] {
+                                std::vector<core::Override> sets;
+                                for (const auto& s : args.plan.sets) {
+                                  if (auto o = core::parse_override(s); o.ok())
+                                    sets.push_back(o.value());
+                                }
+                                return sets;
+                              }()));
+  VerlPrepared p;
+  const auto [stamp, iso] = utc_now();
+  std::error_code ec;
+  const std::string name = fs::path(args.script).stem().string();
+  fs::path dir = args.run_dir.empty()
+                     ? fs::path("runs") / ("verl-" + core::sanitize_name(name) + "-" + stamp)
+                     : fs::path(args.run_dir);
+  dir = fs::absolute(dir, ec).lexically_normal();
+  std::string dir_text = dir.string();
+  while (dir_text.size() > 1 && dir_text.back() == '/') dir_text.pop_back();
+  p.run_dir = dir_text;
+  const std::string run_id = fs::path(dir_text).filename().string();
+
+  core::SbatchRunOptions opts;
+  opts.run_dir = p.run_dir;
+  opts.launcher_path = io::executable_path().string();
+  opts.run_id = run_id;
+  opts.version = GRPO_VERSION;
+  if (opts.launcher_path.empty()) {
+    return make_error(ErrorKind::kInternal, "cannot find the grpo-launch executable");
+  }
+  const int nodes = std::max(1, run.nodes);
+  GRPO_TRY(const core::SbatchView view,
+           core::make_verl_sbatch_view(driver, profile, nodes, run.gpus_per_node, name, opts));
+  GRPO_TRY(const std::string tmpl, load_sbatch_template(args));
+  GRPO_TRY(p.script,
+           render::render_sbatch(
+               tmpl, view, args.template_file.empty() ? "sbatch.mustache" : args.template_file));
+  // verl's checkpoints: trainer.default_local_dir (relative to the job's working directory,
+  // which is this one), else <run_dir>/checkpoints.
+  std::string ckpt = p.run_dir + "/checkpoints";
+  if (!driver.checkpoint_dir.empty()) {
+    ckpt = driver.checkpoint_dir.find("${") != std::string::npos
+               ? std::string()  // a Hydra interpolation: not known here
+               : fs::absolute(driver.checkpoint_dir, ec).lexically_normal().string();
+  }
+  core::VerlAttemptOptions ao;
+  ao.version = GRPO_VERSION;
+  ao.run_dir = p.run_dir;
+  ao.script = args.script;
+  ao.nodes = nodes;
+  ao.gpus_per_node = run.gpus_per_node;
+  ao.checkpoint_dir = p.run_dir + "/checkpoints";
+  GRPO_TRY(const std::string attempt, core::verl_attempt_script(driver, ao));
+
+  core::RunSpec& r = p.run;
+  r.run_id = run_id;
+  r.created_utc = iso;
+  r.profile = profile.name;
+  r.model = run.model.empty() ? std::string("verl") : run.model;
+  r.version = GRPO_VERSION;
+  r.nodes = nodes;
+  r.ranks_per_node = 1;
+  r.trainer_command = {"/bin/bash", p.run_dir + "/verl-attempt.sh"};
+
+  LaunchArgs external = args;
+  external.trainer_cmd = "verl";  // the external-trainer contract
+  core::Plan plan;
+  plan.cluster = profile;
+  plan.rank_map.nodes = nodes;
+  supervise::SupervisorConfig sc = supervisor_config(external, plan);
+  sc.health_gpus = sc.health_gpus && run.gpus_per_node > 0;
+  sc.total_steps = driver.total_steps;
+  // verl's start-up (Ray, model loading, the first rollout) is long: 30 min unless given.
+  if (args.supervisor.startup_timeout_s == 300) sc.hang.startup_s = 1800;
+  // Until its first step line verl prints nothing the supervisor reads: the start-up limit
+  // (not --hang-timeout) applies to that silence; from then on the steps' intervals do.
+  sc.hang.checkpoint_progress_s = sc.hang.startup_s;
+
+  supervise::VerlRunInfo info;
+  info.script = fs::absolute(args.script, ec).lexically_normal().string();
+  info.checkpoint_dir = ckpt;
+  info.nodes = nodes;
+  info.gpus_per_node = run.gpus_per_node;
+
+  nlohmann::json env_json = {{"job", nlohmann::json::object()}, {"nodes", nlohmann::json::array()}};
+  for (const auto& [k, v] : driver.env) env_json["job"][k] = v;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int i = 0; i < nodes; ++i)
+    ranks.push_back({{"node_rank", i}, {"ray", i == 0 ? "head" : "worker"}});
+  nlohmann::json rankmap = {{"schema", "grpo-launch/verl-nodes/v1"},
+                            {"nodes", nodes},
+                            {"ranks_per_node", 1},
+                            {"ranks", ranks}};
+  p.files = {
+      {"run.json", core::run_spec_to_json(r).dump(2) + "\n"},
+      {"env.json", env_json.dump(2) + "\n"},
+      {"rankmap.json", rankmap.dump(2) + "\n"},
+      {"supervisor.json", supervise::supervisor_config_to_json(sc).dump(2) + "\n"},
+      {"verl.json", supervise::verl_run_info_to_json(info).dump(2) + "\n"},
+      {"verl-attempt.sh", attempt},
+      {"job.sbatch", p.script},
+  };
+  return p;
+}
+
+}  // namespace
+
+int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
+  if (args.script.empty()) {
+    print_error("--engine verl needs the verl launch script: grpo-launch " +
+                std::string(submit ? "submit" : "render") + " --engine verl SCRIPT");
+    return kExitUsage;
+  }
+  if (!args.trainer_cmd.empty() || !args.faults.empty()) {
+    print_error(
+        "--engine verl runs the script's verl command: --trainer-cmd and --fault do not "
+        "apply");
+    return kExitUsage;
+  }
+  core::CheckReport report;
+  core::ParsedScript parsed;
+  if (auto code = check_first(global, args, submit, &report, &parsed)) return *code;
+  auto prepared = prepare_verl(global, args, report, parsed);
+  if (!prepared.ok()) return fail(prepared.error());
+  const VerlPrepared& p = prepared.value();
+  if (!submit || args.plan.dry_run) {
+    std::cout << p.script;
+    if (args.plan.dry_run) std::cout << "\n# verl-attempt.sh\n" << p.files.at("verl-attempt.sh");
+    return kExitOk;
+  }
+  if (auto st = io::create_dir_atomic(p.run_dir, p.files, {"job.sbatch", "verl-attempt.sh"});
+      !st.ok()) {
+    return fail(st.error());
+  }
+  slurm::PosixProcessRunner runner;
+  slurm::SubmitRequest request;
+  request.script = p.run_dir + "/job.sbatch";
+  request.timeout = std::chrono::seconds(args.sbatch_timeout_s);
+  bool maybe_submitted = false;
+  auto submitted = slurm::submit_batch(runner, request, &maybe_submitted);
+  if (!submitted.ok()) {
+    core::Error e = submitted.error();
+    std::error_code ec;
+    if (maybe_submitted) {
+      e.message += "; run directory kept: " + p.run_dir;
+    } else {
+      fs::remove_all(p.run_dir, ec);
+      e.message += "; nothing was submitted";
+    }
+    return fail(e);
+  }
+  const std::string id = std::to_string(submitted->job_id);
+  nlohmann::json job_json = {{"schema", "grpo-launch/job/v1"},
+                             {"job_id", submitted->job_id},
+                             {"cluster", submitted->cluster},
+                             {"submitted_utc", p.run.created_utc}};
+  if (auto st = io::write_file_atomic(p.run_dir + "/job.json", job_json.dump(2) + "\n", 0600);
+      !st.ok()) {
+    print_warning("job " + id + " was submitted but " + st.error().message);
+  }
+  std::cout << "Submitted batch job " << id << ": verl (" << args.script << "), " << p.run.nodes
+            << " node(s), Ray under grpo-launch supervise\n"
+            << "Run directory: " << p.run_dir << "\n"
+            << "Follow it:\n"
+            << "  tail -f " << core::shell_quote(p.run_dir + "/slurm-" + id + ".out") << "\n"
+            << "  squeue -j " << id << "\n"
+            << "  grpo-launch status " << core::shell_quote(p.run_dir) << "\n";
+  return kExitOk;
+}
+
+}  // namespace grpo::cli
