@@ -68,6 +68,14 @@ TEST(TensorBoard, ScalarEventEncoding) {
   EXPECT_EQ(tb::scalars_event(1.5, 3, {{"a", 0.5}}), want);
 }
 
+TEST(TensorBoard, ZeroScalarIsWritten) {
+  // simple_value is in TensorFlow's `oneof value`: a 0 is written (15 00 00 00 00), not left out
+  // as a plain proto3 float would be. Step 0 and wall time 0 are left out (plain fields).
+  // Value: 0A 01 62 | 15 00 00 00 00 (8 bytes); Summary: 0A 08 + Value (10 bytes); Event: 2A 0A.
+  const std::string want = bytes({0x2A, 0x0A, 0x0A, 0x08, 0x0A, 0x01, 0x62, 0x15, 0, 0, 0, 0});
+  EXPECT_EQ(tb::scalars_event(0.0, 0, {{"b", 0.0}}), want);
+}
+
 TEST(TensorBoard, FileVersionEventEncoding) {
   // proto3 leaves out wall_time = 0 and step = 0: only field 3 (string), 1A, length 13.
   EXPECT_EQ(tb::file_version_event(0.0), bytes({0x1A, 13}) + "brain.Event:2");
