@@ -47,9 +47,14 @@ packages=(
   libpcre2-dev libicu-dev
   # the trainer's checkpoint and weight checksums: SHA-256 from OpenSSL's libcrypto (EVP)
   libssl-dev
+  # TensorBoard event files (launcher/tensorboard): protobuf (lite runtime, protoc at build time)
+  # and ISA-L's CRC-32C (Debian 12 packages no other C/C++ CRC-32C library)
+  libprotobuf-dev protobuf-compiler libisal-dev
   # the independent Python reference of the Hugging Face checkpoint tests
   # (tests/trainer/hf_reference.py; also bench/recovery/run.py and bench/kernels/run_logprob.sh)
   python3-torch
+  # the independent reader of the TensorBoard test (tests/trainer/tensorboard_reader.py)
+  python3-protobuf python3-crc32c
   # packaging; python3 for test helpers, the benchmarks' drivers and scripts/refresh-schema.py
   dpkg-dev file python3
   # the run report's browser test (headless Chromium renders the HTML and takes a screenshot)

@@ -130,6 +130,53 @@ TEST(Config, SaveFreqAuto) {
   EXPECT_FALSE(apply_override(d, "trainer.save_freq=-2").ok());  // the sentinel is not a number
 }
 
+// trainer.logger takes verl's values: Hydra's list syntax, a bare list, a comma-separated string
+// (from --set) and a TOML list or string; every item is console or tensorboard.
+TEST(Config, LoggerTakesVerlValues) {
+  TrainerConfig c;
+  EXPECT_EQ(c.logger, std::vector<std::string>{"console"});
+  EXPECT_FALSE(c.logs_to_tensorboard());
+  const std::vector<std::string> both = {"console", "tensorboard"};
+  for (const char* set :
+       {"trainer.logger=['console','tensorboard']", "trainer.logger=[\"console\", \"tensorboard\"]",
+        "trainer.logger=[console,tensorboard]", "trainer.logger=console,tensorboard"}) {
+    TrainerConfig d;
+    ASSERT_TRUE(apply_override(d, set).ok()) << set;
+    EXPECT_EQ(d.logger, both) << set;
+    EXPECT_TRUE(d.logs_to_tensorboard()) << set;
+  }
+  ASSERT_TRUE(apply_override(c, "trainer.logger=tensorboard").ok());
+  EXPECT_EQ(c.logger, std::vector<std::string>{"tensorboard"});
+  ASSERT_TRUE(apply_override(c, "trainer.logger=[]").ok());
+  EXPECT_TRUE(c.logger.empty());
+
+  auto bad = apply_override(c, "trainer.logger=['console','wandb']");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().str(), "trainer.logger: 'wandb' is not one of: console, tensorboard");
+  auto typo = apply_override(c, "trainer.logger=tensorbord");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("did you mean 'tensorboard'"), std::string::npos);
+
+  TrainerConfig t;
+  ASSERT_TRUE(apply_toml(t, "[trainer]\nlogger = [\"console\", \"tensorboard\"]\n", "x.toml").ok());
+  EXPECT_EQ(t.logger, both);
+  // The effective config.toml reads back.
+  const std::string text = to_toml(t);
+  EXPECT_NE(text.find("trainer.logger = [\"console\", \"tensorboard\"]"), std::string::npos)
+      << text;
+  TrainerConfig back;
+  ASSERT_TRUE(apply_toml(back, text, "back.toml").ok());
+  EXPECT_EQ(back.logger, both);
+  ASSERT_TRUE(apply_toml(t, "[trainer]\nlogger = \"console\"\n", "x.toml").ok());
+  EXPECT_EQ(t.logger, std::vector<std::string>{"console"});
+  auto numbers = apply_toml(t, "[trainer]\nlogger = [1, 2]\n", "x.toml");
+  ASSERT_FALSE(numbers.ok());
+  EXPECT_EQ(numbers.error().str(), "x.toml:2:10: trainer.logger: expected a list of strings");
+  auto wrong = apply_toml(t, "[trainer]\nlogger = 3\n", "x.toml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().kind, core::ErrorKind::kWrongType);
+}
+
 // Every key is documented in docs/trainer-config.md.
 TEST(Config, EveryKeyIsDocumented) {
   std::ifstream in(std::string(GRPO_SOURCE_DIR) + "/docs/trainer-config.md");

@@ -25,7 +25,7 @@ using core::Status;
 using Member =
     std::variant<std::int64_t TrainerConfig::*, double TrainerConfig::*, bool TrainerConfig::*,
                  std::string TrainerConfig::*, std::vector<double> TrainerConfig::*,
-                 std::optional<double> TrainerConfig::*>;
+                 std::optional<double> TrainerConfig::*, std::vector<std::string> TrainerConfig::*>;
 
 // A range or a set of accepted values; checked after parsing.
 struct Check {
@@ -181,6 +181,9 @@ const std::vector<KeyDef>& key_defs() {
        "auto: newest valid checkpoint in the run dir; disable; resume_path: resume_from_path"},
       {"trainer.resume_from_path", &C::resume_from_path, any(),
        "checkpoint directory for resume_mode = resume_path"},
+      {"trainer.logger", &C::logger, one_of({"console", "tensorboard"}),
+       "where metrics go, verl's values: ['console'] (the stderr log, always written), "
+       "['console','tensorboard'] (also event files under <run_dir>/tensorboard/)"},
       {"kernels", &C::kernels, one_of({"fused", "reference"}),
        "implementation of the hot ops: fused kernels or the unfused LibTorch reference "
        "(docs/kernels.md)"},
@@ -250,6 +253,10 @@ std::string format_value(const TrainerConfig& cfg, const Member& m) {
           std::string s = "[";
           for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + format_double(v[i]);
           return s + "]";
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          std::string s = "[";
+          for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + quote(v[i]);
+          return s + "]";
         } else {
           return v ? format_double(*v) : std::string();
         }
@@ -269,8 +276,10 @@ std::string type_name(const Member& m) {
       return "string";
     case 4:
       return "float list";
-    default:
+    case 5:
       return "optional float";
+    default:
+      return "string list";
   }
 }
 
@@ -318,7 +327,38 @@ Status check_number(const KeyDef& d, double v, SourceLocation where) {
 }
 
 // A parsed value before it is stored; the member decides which alternative is expected.
-using Parsed = std::variant<std::int64_t, double, bool, std::string, std::vector<double>>;
+using Parsed = std::variant<std::int64_t, double, bool, std::string, std::vector<double>,
+                            std::vector<std::string>>;
+
+// "console,tensorboard" (verl also takes a comma-separated string): the trimmed items.
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (const std::string_view item : core::split(text, ',')) {
+    std::string s(core::trim(item));
+    if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+      s = s.substr(1, s.size() - 2);
+    }
+    if (!s.empty()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// A string list's items, each one of the key's choices.
+Status check_choices(const KeyDef& d, const std::vector<std::string>& items,
+                     const SourceLocation& where) {
+  for (const std::string& s : items) {
+    if (d.check.choices.empty() ||
+        std::find(d.check.choices.begin(), d.check.choices.end(), s) != d.check.choices.end()) {
+      continue;
+    }
+    std::string list;
+    for (const auto& c : d.check.choices) list += (list.empty() ? "" : ", ") + c;
+    return make_error(
+        ErrorKind::kInvalidValue,
+        d.name + ": '" + s + "' is not one of: " + list + suggestion(s, d.check.choices), where);
+  }
+  return core::ok_status();
+}
 
 Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLocation where) {
   auto wrong = [&](std::string_view expected) {
@@ -377,6 +417,18 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
                 where);
           }
           field = *s;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          // A list of strings, or one string of comma-separated items.
+          std::vector<std::string> items;
+          if (const auto* l = std::get_if<std::vector<std::string>>(&value)) {
+            items = *l;
+          } else if (const auto* s = std::get_if<std::string>(&value)) {
+            items = split_list(*s);
+          } else {
+            return wrong("a list of strings like ['console', 'tensorboard']");
+          }
+          GRPO_TRY_STATUS(check_choices(d, items, where));
+          field = std::move(items);
         } else {
           const auto* l = std::get_if<std::vector<double>>(&value);
           if (l == nullptr) return wrong("a list of numbers");
@@ -397,6 +449,16 @@ core::Result<Parsed> from_toml(const KeyDef& d, const core::TomlValue& v) {
   if (v.is_floating()) return Parsed{static_cast<double>(v.as_floating())};
   if (v.is_boolean()) return Parsed{v.as_boolean()};
   if (v.is_string()) return Parsed{static_cast<std::string>(v.as_string())};
+  if (v.is_array() && std::holds_alternative<std::vector<std::string> TrainerConfig::*>(d.member)) {
+    std::vector<std::string> out;
+    for (const auto& e : v.as_array()) {
+      if (!e.is_string()) {
+        return make_error(ErrorKind::kWrongType, d.name + ": expected a list of strings", where);
+      }
+      out.push_back(static_cast<std::string>(e.as_string()));
+    }
+    return Parsed{std::move(out)};
+  }
   if (v.is_array()) {
     std::vector<double> out;
     for (const auto& e : v.as_array()) {
@@ -454,6 +516,13 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
         s = s.substr(1, s.size() - 2);
       }
       return Parsed{s};
+    }
+    case 6: {
+      // ['console','tensorboard'] (verl's Hydra list), [console,tensorboard] or
+      // console,tensorboard.
+      std::string_view s = text;
+      if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
+      return Parsed{split_list(s)};
     }
     default: {
       std::string s = text;

@@ -30,6 +30,11 @@ TrainingRun::TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesyste
   ctx_.before_fatal_fault = [this] { checkpoints_.drain(); };
 }
 
+TrainingRun::~TrainingRun() {
+  // The telemetry outlives this run (run_trainer reports out-of-memory after it).
+  if (tensorboard_) ctx_.tel.set_observer(nullptr);
+}
+
 namespace {
 
 // The run's mean time between failures as the supervisor computed it from its event log
@@ -105,6 +110,22 @@ void TrainingRun::setup() {
   state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()));
 }
 
+core::Status TrainingRun::start_tensorboard() {
+  if (ctx_.rank != 0 || !ctx_.cfg.logs_to_tensorboard()) return core::ok_status();
+  GRPO_TRY(TensorBoardLog log, TensorBoardLog::open(run_dir_, ctx_.cfg.task, ctx_.world));
+  tensorboard_ = std::make_unique<TensorBoardLog>(std::move(log));
+  spdlog::info("TensorBoard: {}", tensorboard_->path().string());
+  ctx_.tel.set_observer([this](std::string_view type, const nlohmann::json& fields) {
+    if (tensorboard_failed_) return;
+    if (core::Status st = tensorboard_->observe(type, fields); !st.ok()) {
+      // Training goes on: the metrics are still in the telemetry stream.
+      tensorboard_failed_ = true;
+      spdlog::warn("TensorBoard logging stopped: {}", st.error().message);
+    }
+  });
+  return core::ok_status();
+}
+
 int TrainingRun::fail(const core::Error& e) {
   const int code = exit_code_for(e);
   const char* name = code == kExitComm ? "COMM_ERROR" : code == kExitIo ? "IO_ERROR" : "ERROR";
@@ -176,6 +197,7 @@ int TrainingRun::run() {
                            : "");
   setup();
   emit_layout();
+  if (core::Status st = start_tensorboard(); !st.ok()) return fail(st.error());
   if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
     spdlog::error("resume failed: {}", st.error().message);
     ctx_.tel.emit(

@@ -10,6 +10,7 @@
 
 #include "checkpointing.h"
 #include "grpo/bootstrap/bootstrap.h"
+#include "grpo/trainer/tensorboard_log.h"
 #include "run_context.h"
 
 namespace grpo::trainer {
@@ -19,6 +20,9 @@ class TrainingRun {
   TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
               std::unique_ptr<bootstrap::Bootstrap> boot, std::unique_ptr<Communicator> comm,
               Telemetry& telemetry, FaultInjector faults);
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
 
   // Runs to the last step, a stop request or an error, and returns the exit code
   // (exit_codes.h). Errors become events here; ExitRequest (an injected exit) and out-of-memory
@@ -36,6 +40,9 @@ class TrainingRun {
   int fail(const core::Error& e);
   // The step event and, on rank 0, the log line.
   void report_step(std::int64_t s, bool sft, const StepMetrics& m);
+  // trainer.logger with tensorboard, on rank 0: opens the event file and feeds it the step and
+  // validation events (docs/tensorboard.md).
+  core::Status start_tensorboard();
   // trainer.save_freq = auto, after the save of step `s` that stopped training `cost_s` seconds
   // (`full_cost`: a synchronous save): rank 0 picks the next save step (Young-Daly, core/
   // checkpoint_interval.h), emits save_interval and broadcasts it. Collective.
@@ -49,6 +56,8 @@ class TrainingRun {
   std::int64_t next_auto_save_ = 0;  // save_freq = auto: the next save's step (0: the first step)
   double step_wall_s_ = 0;           // wall time of this attempt's steps, checkpoints excluded
   std::int64_t timed_steps_ = 0;
+  std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0 with trainer.logger tensorboard
+  bool tensorboard_failed_ = false;              // a write failed: warned once, no more writes
 };
 
 }  // namespace grpo::trainer

@@ -21,17 +21,21 @@ void Telemetry::set_world(int rank, int world_size) {
 void Telemetry::emit(std::string_view type, const nlohmann::json& fields) {
   nlohmann::json ev = {
       {"schema", kTelemetrySchemaVersion}, {"type", type}, {"time", unix_time_now()}};
-  std::lock_guard lock(mu_);
-  if (muted_ || out_ == nullptr) return;
-  ev["rank"] = rank_;
-  ev["world_size"] = world_size_;
-  ev["pid"] = static_cast<long>(::getpid());
-  if (fields.is_object()) {
-    for (const auto& [k, v] : fields.items()) ev[k] = v;
+  {
+    std::lock_guard lock(mu_);
+    if (muted_ || out_ == nullptr) return;
+    ev["rank"] = rank_;
+    ev["world_size"] = world_size_;
+    ev["pid"] = static_cast<long>(::getpid());
+    if (fields.is_object()) {
+      for (const auto& [k, v] : fields.items()) ev[k] = v;
+    }
+    const std::string line =
+        ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
   }
-  const std::string line = ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  std::fwrite(line.data(), 1, line.size(), out_);
-  std::fflush(out_);
+  if (observer_) observer_(type, fields);
 }
 
 void Telemetry::heartbeat(std::int64_t step, std::string_view phase, const nlohmann::json& extra) {
@@ -57,6 +61,11 @@ void Telemetry::maybe_heartbeat(std::int64_t step, std::string_view phase,
 void Telemetry::set_heartbeat_interval(double seconds) {
   std::lock_guard lock(mu_);
   interval_s_ = seconds;
+}
+
+void Telemetry::set_observer(Observer observer) {
+  std::lock_guard lock(mu_);
+  observer_ = std::move(observer);
 }
 
 void Telemetry::set_muted(bool muted) {

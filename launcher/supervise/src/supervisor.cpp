@@ -350,7 +350,8 @@ Supervisor::Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogW
     : o_(std::move(options)),
       d_(std::move(deps)),
       writer_(std::move(writer)),
-      summary_(std::move(summary)) {
+      summary_(std::move(summary)),
+      tensorboard_(o_.run_dir, trainer_argv_wants_tensorboard(o_.trainer_argv)) {
   if (!d_.newest_checkpoint) {
     const fs::path dir = o_.run_dir;
     d_.newest_checkpoint = [dir] { return newest_checkpoint_on_disk(dir); };
@@ -372,6 +373,7 @@ core::Status Supervisor::record(const std::string& type, json fields) {
   if (auto st = apply_event(summary_, fields); !st.ok()) {
     return make_error(ErrorKind::kInternal, "own event does not replay: " + st.error().message);
   }
+  tensorboard_.observe(type, summary_);
   return core::ok_status();
 }
 

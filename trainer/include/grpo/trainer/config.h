@@ -97,6 +97,9 @@ struct TrainerConfig {
   std::int64_t checksum_freq = 0;    // weights_sha256 in step events every N steps; 0: never
   std::string resume_mode = "auto";  // auto | disable | resume_path
   std::string resume_from_path;
+  // verl's trainer.logger: "console" (the stderr log, always written) and "tensorboard" (event
+  // files under <run_dir>/tensorboard/ from rank 0, docs/tensorboard.md)
+  std::vector<std::string> logger = {"console"};
 
   // kernels
   std::string kernels = "fused";
@@ -104,12 +107,19 @@ struct TrainerConfig {
   double effective_clip_low() const { return clip_ratio_low.value_or(clip_ratio); }
   double effective_clip_high() const { return clip_ratio_high.value_or(clip_ratio); }
   std::int64_t total_steps() const { return sft_warmup_steps + total_training_steps; }
+  bool logs_to_tensorboard() const {
+    for (const std::string& l : logger) {
+      if (l == "tensorboard") return true;
+    }
+    return false;
+  }
 };
 
 // One documented key.
 struct ConfigKey {
-  std::string name;          // "actor_rollout_ref.rollout.n"
-  std::string type;          // "int", "float", "bool", "string", "float list", "optional float"
+  std::string name;  // "actor_rollout_ref.rollout.n"
+  std::string
+      type;  // "int", "float", "bool", "string", "float list", "optional float", "string list"
   std::string default_text;  // as it appears in TOML
   std::string doc;           // one line
 };

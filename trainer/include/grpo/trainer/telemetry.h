@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -37,6 +38,11 @@ class Telemetry {
   // Muted telemetry writes nothing (the hang fault: a hung rank stops beating).
   void set_muted(bool muted);
 
+  // Called with every event's type and fields after it is written, outside the lock (rank 0's
+  // TensorBoard log, tensorboard_log.h). Set it before other threads emit.
+  using Observer = std::function<void(std::string_view type, const nlohmann::json& fields)>;
+  void set_observer(Observer observer);
+
  private:
   std::FILE* out_;
   int rank_;
@@ -44,6 +50,7 @@ class Telemetry {
   double interval_s_ = 1.0;
   bool muted_ = false;
   std::chrono::steady_clock::time_point last_beat_{};
+  Observer observer_;
   std::mutex mu_;
 };
 

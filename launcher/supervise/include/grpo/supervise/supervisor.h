@@ -30,6 +30,7 @@
 #include "grpo/supervise/monitor.h"
 #include "grpo/supervise/node_health.h"
 #include "grpo/supervise/restart_policy.h"
+#include "grpo/supervise/supervisor_tensorboard.h"
 
 namespace grpo::supervise {
 
@@ -185,6 +186,7 @@ class Supervisor {
   SupervisorDeps d_;
   EventLogWriter writer_;
   RunSummary summary_;
+  SupervisorTensorBoard tensorboard_;  // restarts and failures for TensorBoard
   RunTimings timings_;
   std::map<PhaseClass, double> recorded_timeouts_;  // the newest timeouts_calibrated's limits
   int micro_batch_ = 0;
