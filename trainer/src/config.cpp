@@ -25,7 +25,7 @@ using core::Status;
 using Member =
     std::variant<std::int64_t TrainerConfig::*, double TrainerConfig::*, bool TrainerConfig::*,
                  std::string TrainerConfig::*, std::vector<double> TrainerConfig::*,
-                 std::optional<double> TrainerConfig::*>;
+                 std::optional<double> TrainerConfig::*, std::vector<std::string> TrainerConfig::*>;
 
 // A range or a set of accepted values; checked after parsing.
 struct Check {
@@ -73,9 +73,23 @@ const std::vector<KeyDef>& key_defs() {
       {"data.train_batch_size", &C::train_batch_size, at_least(1),
        "prompts per GRPO step, all ranks together (each gets rollout.n responses)"},
       {"data.max_prompt_length", &C::max_prompt_length, at_least(2),
-       "longest prompt in tokens, including <bos>"},
+       "longest prompt in tokens (built-in tasks: including <bos>; datasets: the rendered chat "
+       "template, see data.truncation)"},
       {"data.max_response_length", &C::max_response_length, at_least(1),
        "most tokens generated per response, including <eos>"},
+      {"data.train_files", &C::train_files, any(),
+       "verl-format JSONL/JSON files to train on (a path or a list [a, b]); when set, data.task "
+       "is not used and the model must be a Hugging Face directory (docs/datasets.md)"},
+      {"data.val_files", &C::val_files, any(),
+       "validation files (same format); empty: the last data.val_size train records"},
+      {"data.prompt_key", &C::prompt_key, any(), "the record field holding the chat messages"},
+      {"data.truncation", &C::truncation, one_of({"error", "left", "right", "middle"}),
+       "a rendered prompt longer than data.max_prompt_length: error, keep its last (left) or "
+       "first (right) tokens, or both ends (middle), as verl"},
+      {"data.filter_overlong_prompts", &C::filter_overlong_prompts, any(),
+       "drop records whose rendered prompt exceeds data.max_prompt_length (before truncation)"},
+      {"data.shuffle", &C::shuffle, any(),
+       "visit the train split in a new order every epoch (seeded by data.seed)"},
       {"actor_rollout_ref.model.path", &C::model_path, any(),
        "model name (profiles/models/NAME.toml), spec file, or Hugging Face model directory "
        "(config.json + safetensors: its weights are loaded, docs/hf-checkpoints.md); --model sets "
@@ -250,6 +264,10 @@ std::string format_value(const TrainerConfig& cfg, const Member& m) {
           std::string s = "[";
           for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + format_double(v[i]);
           return s + "]";
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          std::string s = "[";
+          for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + quote(v[i]);
+          return s + "]";
         } else {
           return v ? format_double(*v) : std::string();
         }
@@ -269,6 +287,8 @@ std::string type_name(const Member& m) {
       return "string";
     case 4:
       return "float list";
+    case 6:
+      return "string list";
     default:
       return "optional float";
   }
@@ -318,7 +338,8 @@ Status check_number(const KeyDef& d, double v, SourceLocation where) {
 }
 
 // A parsed value before it is stored; the member decides which alternative is expected.
-using Parsed = std::variant<std::int64_t, double, bool, std::string, std::vector<double>>;
+using Parsed = std::variant<std::int64_t, double, bool, std::string, std::vector<double>,
+                            std::vector<std::string>>;
 
 Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLocation where) {
   auto wrong = [&](std::string_view expected) {
@@ -377,6 +398,15 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
                 where);
           }
           field = *s;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          // A single string is a list of one, as verl accepts `data.train_files=path`.
+          if (const auto* one = std::get_if<std::string>(&value)) {
+            field = one->empty() ? std::vector<std::string>{} : std::vector<std::string>{*one};
+            return core::ok_status();
+          }
+          const auto* l = std::get_if<std::vector<std::string>>(&value);
+          if (l == nullptr) return wrong("a string or a list of strings");
+          field = *l;
         } else {
           const auto* l = std::get_if<std::vector<double>>(&value);
           if (l == nullptr) return wrong("a list of numbers");
@@ -397,6 +427,16 @@ core::Result<Parsed> from_toml(const KeyDef& d, const core::TomlValue& v) {
   if (v.is_floating()) return Parsed{static_cast<double>(v.as_floating())};
   if (v.is_boolean()) return Parsed{v.as_boolean()};
   if (v.is_string()) return Parsed{static_cast<std::string>(v.as_string())};
+  if (v.is_array() && d.member.index() == 6) {
+    std::vector<std::string> out;
+    for (const auto& e : v.as_array()) {
+      if (!e.is_string()) {
+        return make_error(ErrorKind::kWrongType, d.name + ": expected a list of strings", where);
+      }
+      out.push_back(static_cast<std::string>(e.as_string()));
+    }
+    return Parsed{std::move(out)};
+  }
   if (v.is_array()) {
     std::vector<double> out;
     for (const auto& e : v.as_array()) {
@@ -454,6 +494,26 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
         s = s.substr(1, s.size() - 2);
       }
       return Parsed{s};
+    }
+    case 6: {
+      // verl's (Hydra's) list syntax: [a.jsonl, 'b.jsonl'] or a single path.
+      auto unquote = [](std::string s) {
+        if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+          s = s.substr(1, s.size() - 2);
+        }
+        return s;
+      };
+      if (text.empty() || text.front() != '[') return Parsed{unquote(text)};
+      if (text.back() != ']') return bad("a path or a list like [a.jsonl, b.jsonl]");
+      std::vector<std::string> out;
+      const std::string inner = text.substr(1, text.size() - 2);
+      if (core::trim(inner).empty()) return Parsed{std::move(out)};
+      for (const std::string_view item : core::split(inner, ',')) {
+        std::string one = unquote(std::string(core::trim(item)));
+        if (one.empty()) return bad("a path or a list like [a.jsonl, b.jsonl]");
+        out.push_back(std::move(one));
+      }
+      return Parsed{std::move(out)};
     }
     default: {
       std::string s = text;
@@ -541,6 +601,9 @@ Status validate(const TrainerConfig& c) {
   if (c.model_path.empty()) {
     return invalid("no model: pass --model NAME_OR_FILE or set actor_rollout_ref.model.path");
   }
+  GRPO_TRY_STATUS(kernels::parse_backend(c.kernels));
+  // A dataset's prompts are checked when it is read (data.truncation, filter_overlong_prompts).
+  if (c.uses_dataset()) return core::ok_status();
   // Longest prompt and answer of the task must fit the configured lengths.
   const std::int64_t prompt =
       c.task == "addition" ? 1 + 2 * c.task_max_len + 2 : 1 + 2 + c.task_max_len + 1;

@@ -18,7 +18,7 @@ class TrainingRun {
  public:
   TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
               std::unique_ptr<bootstrap::Bootstrap> boot, std::unique_ptr<Communicator> comm,
-              Telemetry& telemetry, FaultInjector faults);
+              Telemetry& telemetry, FaultInjector faults, std::unique_ptr<TaskData> data);
 
   // Runs to the last step, a stop request or an error, and returns the exit code
   // (exit_codes.h). Errors become events here; ExitRequest (an injected exit) and out-of-memory
