@@ -73,9 +73,23 @@ const std::vector<KeyDef>& key_defs() {
       {"data.train_batch_size", &C::train_batch_size, at_least(1),
        "prompts per GRPO step, all ranks together (each gets rollout.n responses)"},
       {"data.max_prompt_length", &C::max_prompt_length, at_least(2),
-       "longest prompt in tokens, including <bos>"},
+       "longest prompt in tokens (built-in tasks: including <bos>; datasets: the rendered chat "
+       "template, see data.truncation)"},
       {"data.max_response_length", &C::max_response_length, at_least(1),
        "most tokens generated per response, including <eos>"},
+      {"data.train_files", &C::train_files, any(),
+       "verl-format JSONL/JSON files to train on (a path or a list [a, b]); when set, data.task "
+       "is not used and the model must be a Hugging Face directory (docs/datasets.md)"},
+      {"data.val_files", &C::val_files, any(),
+       "validation files (same format); empty: the last data.val_size train records"},
+      {"data.prompt_key", &C::prompt_key, any(), "the record field holding the chat messages"},
+      {"data.truncation", &C::truncation, one_of({"error", "left", "right", "middle"}),
+       "a rendered prompt longer than data.max_prompt_length: error, keep its last (left) or "
+       "first (right) tokens, or both ends (middle), as verl"},
+      {"data.filter_overlong_prompts", &C::filter_overlong_prompts, any(),
+       "drop records whose rendered prompt exceeds data.max_prompt_length (before truncation)"},
+      {"data.shuffle", &C::shuffle, any(),
+       "visit the train split in a new order every epoch (seeded by data.seed)"},
       {"actor_rollout_ref.model.path", &C::model_path, any(),
        "model name (profiles/models/NAME.toml), spec file, or Hugging Face model directory "
        "(config.json + safetensors: its weights are loaded, docs/hf-checkpoints.md); --model sets "
@@ -330,14 +344,18 @@ Status check_number(const KeyDef& d, double v, SourceLocation where) {
 using Parsed = std::variant<std::int64_t, double, bool, std::string, std::vector<double>,
                             std::vector<std::string>>;
 
+std::string unquote(std::string s) {
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
 // "console,tensorboard" (verl also takes a comma-separated string): the trimmed items.
 std::vector<std::string> split_list(std::string_view text) {
   std::vector<std::string> out;
   for (const std::string_view item : core::split(text, ',')) {
-    std::string s(core::trim(item));
-    if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
-      s = s.substr(1, s.size() - 2);
-    }
+    std::string s = unquote(std::string(core::trim(item)));
     if (!s.empty()) out.push_back(std::move(s));
   }
   return out;
@@ -358,6 +376,15 @@ Status check_choices(const KeyDef& d, const std::vector<std::string>& items,
         d.name + ": '" + s + "' is not one of: " + list + suggestion(s, d.check.choices), where);
   }
   return core::ok_status();
+}
+
+// One string as a string list: a key with fixed choices (trainer.logger) takes verl's
+// comma-separated form "console,tensorboard"; any other (file paths, which may hold commas) is
+// a list of one, empty for "".
+std::vector<std::string> items_of_string(const KeyDef& d, const std::string& s) {
+  if (!d.check.choices.empty()) return split_list(s);
+  std::string one = unquote(s);
+  return one.empty() ? std::vector<std::string>{} : std::vector<std::string>{std::move(one)};
 }
 
 Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLocation where) {
@@ -418,14 +445,14 @@ Status store(TrainerConfig& cfg, const KeyDef& d, const Parsed& value, SourceLoc
           }
           field = *s;
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          // A list of strings, or one string of comma-separated items.
+          // A list of strings, or one string (items_of_string).
           std::vector<std::string> items;
           if (const auto* l = std::get_if<std::vector<std::string>>(&value)) {
             items = *l;
           } else if (const auto* s = std::get_if<std::string>(&value)) {
-            items = split_list(*s);
+            items = items_of_string(d, *s);
           } else {
-            return wrong("a list of strings like ['console', 'tensorboard']");
+            return wrong("a string or a list of strings like ['console', 'tensorboard']");
           }
           GRPO_TRY_STATUS(check_choices(d, items, where));
           field = std::move(items);
@@ -510,19 +537,22 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
       if (text == "true" || text == "1") return Parsed{true};
       if (text == "false" || text == "0") return Parsed{false};
       return bad("true or false");
-    case 3: {
-      std::string s = text;
-      if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
-        s = s.substr(1, s.size() - 2);
-      }
-      return Parsed{s};
-    }
+    case 3:
+      return Parsed{unquote(text)};
     case 6: {
-      // ['console','tensorboard'] (verl's Hydra list), [console,tensorboard] or
-      // console,tensorboard.
-      std::string_view s = text;
-      if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
-      return Parsed{split_list(s)};
+      // verl's (Hydra's) list syntax: ['console','tensorboard'], [a.jsonl, 'b.jsonl'];
+      // without brackets one string (items_of_string).
+      if (text.empty() || text.front() != '[') return Parsed{text};
+      if (text.back() != ']') return bad("a list like [a, 'b']");
+      std::vector<std::string> out;
+      const std::string inner = text.substr(1, text.size() - 2);
+      if (core::trim(inner).empty()) return Parsed{std::move(out)};
+      for (const std::string_view item : core::split(inner, ',')) {
+        std::string one = unquote(std::string(core::trim(item)));
+        if (one.empty()) return bad("a list like [a, 'b']");
+        out.push_back(std::move(one));
+      }
+      return Parsed{std::move(out)};
     }
     default: {
       std::string s = text;
@@ -610,6 +640,9 @@ Status validate(const TrainerConfig& c) {
   if (c.model_path.empty()) {
     return invalid("no model: pass --model NAME_OR_FILE or set actor_rollout_ref.model.path");
   }
+  GRPO_TRY_STATUS(kernels::parse_backend(c.kernels));
+  // A dataset's prompts are checked when it is read (data.truncation, filter_overlong_prompts).
+  if (c.uses_dataset()) return core::ok_status();
   // Longest prompt and answer of the task must fit the configured lengths.
   const std::int64_t prompt =
       c.task == "addition" ? 1 + 2 * c.task_max_len + 2 : 1 + 2 + c.task_max_len + 1;

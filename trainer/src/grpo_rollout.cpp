@@ -19,7 +19,7 @@ Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
     for (std::int64_t k = 0; k < n; ++k) prompts.push_back(ctx.data->prompt_ids(*e));
   }
   PromptBatch pb = make_prompt_batch(prompts);
-  SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false};
+  SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false, ctx.data->eos_ids()};
   r.generation = generate(*st.model, pb, cfg.max_response_length, sp, st.sample_gen,
                           cfg.use_kv_cache, [&](std::int64_t steps) {
                             ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});

@@ -87,7 +87,7 @@ Generation generate(QwenModel& model, const PromptBatch& prompts, std::int64_t m
     tok = at::where(live, tok, at::full({}, Tokenizer::kPad, at::kLong));
     seq.select(1, p_len + t).copy_(tok);
     key_valid.select(1, p_len + t).copy_(live);
-    finished = finished.logical_or(tok == Tokenizer::kEos);
+    for (const std::int64_t eos : params.eos_ids) finished = finished.logical_or(tok == eos);
     steps = t + 1;
     if (progress) progress(steps);
     done_here = finished.all().item<bool>();

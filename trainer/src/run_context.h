@@ -71,7 +71,7 @@ struct RunContext {
   FaultInjector faults;
   int rank;
   int world;
-  std::unique_ptr<TaskData> data;  // set up by the run loop
+  std::unique_ptr<TaskData> data;  // the built-in task or a dataset (make_task_data)
   ParallelState par;               // the layout this rank runs (set up by the run loop)
   std::string phase = "setup";
   // Called before an injected fault ends or freezes the process (the run loop lets a background

@@ -22,12 +22,13 @@ using core::ErrorKind;
 TrainingRun::TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
                          std::unique_ptr<bootstrap::Bootstrap> boot,
                          std::unique_ptr<Communicator> comm, Telemetry& telemetry,
-                         FaultInjector faults)
+                         FaultInjector faults, std::unique_ptr<TaskData> data)
     : run_dir_(std::move(run_dir)),
       boot_(std::move(boot)),
       ctx_(std::move(cfg), std::move(spec), std::move(comm), telemetry, std::move(faults)),
       checkpoints_(ctx_, run_dir_ / "checkpoints") {
   ctx_.before_fatal_fault = [this] { checkpoints_.drain(); };
+  ctx_.data = std::move(data);
 }
 
 TrainingRun::~TrainingRun() {
@@ -90,10 +91,6 @@ core::Status TrainingRun::choose_save_interval(std::int64_t s, double cost_s, bo
 
 void TrainingRun::setup() {
   const TrainerConfig& cfg = ctx_.cfg;
-  ctx_.data = std::make_unique<TaskData>(
-      TaskData::create(cfg.task, static_cast<std::uint64_t>(cfg.data_seed), cfg.train_size,
-                       cfg.val_size, cfg.task_min_len, cfg.task_max_len)
-          .value());
   const kernels::Ops& ops = kernels::ops_for(kernels::parse_backend(cfg.kernels).value());
   at::TensorOptions opts = at::TensorOptions().dtype(at::kFloat);
   if (cfg.device == "cuda") opts = opts.device(at::kCUDA);

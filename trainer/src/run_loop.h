@@ -19,7 +19,7 @@ class TrainingRun {
  public:
   TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesystem::path run_dir,
               std::unique_ptr<bootstrap::Bootstrap> boot, std::unique_ptr<Communicator> comm,
-              Telemetry& telemetry, FaultInjector faults);
+              Telemetry& telemetry, FaultInjector faults, std::unique_ptr<TaskData> data);
   ~TrainingRun();
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;

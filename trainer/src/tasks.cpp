@@ -41,7 +41,7 @@ class AdditionTask final : public Task {
   Example draw(std::uint64_t& state, std::int64_t size) const override {
     const std::string a = number_with_digits(state, size);
     const std::string b = number_with_digits(state, size);
-    return Example{a + "+" + b + "=", add_decimal(a, b)};
+    return Example{a + "+" + b + "=", add_decimal(a, b), {}, {}, {}};
   }
 };
 
@@ -52,7 +52,7 @@ class ReverseTask final : public Task {
     std::string s;
     for (std::int64_t i = 0; i < size; ++i) s += static_cast<char>('a' + uniform(state, 26));
     std::string r(s.rbegin(), s.rend());
-    return Example{"r:" + s + "=", r};
+    return Example{"r:" + s + "=", r, {}, {}, {}};
   }
 };
 
@@ -147,20 +147,56 @@ std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, st
   return order;
 }
 
-TaskData::TaskData(std::unique_ptr<Task> task, Splits splits, std::uint64_t seed)
-    : task_(std::move(task)), splits_(std::move(splits)), seed_(seed) {}
+namespace {
 
-core::Result<TaskData> TaskData::create(std::string_view task, std::uint64_t seed,
-                                        std::int64_t train_size, std::int64_t val_size,
-                                        std::int64_t min_len, std::int64_t max_len) {
+class BuiltinTaskData final : public TaskData {
+ public:
+  BuiltinTaskData(std::unique_ptr<Task> task, Splits splits, std::uint64_t seed)
+      : TaskData(std::move(splits.train), std::move(splits.val), seed, true),
+        task_(std::move(task)) {}
+
+  std::string describe() const override { return std::string(task_->name()); }
+
+  std::vector<std::int64_t> prompt_ids(const Example& e) const override {
+    std::vector<std::int64_t> ids{Tokenizer::kBos};
+    auto enc = Tokenizer::encode(e.prompt);
+    ids.insert(ids.end(), enc->begin(), enc->end());
+    return ids;
+  }
+
+  std::vector<std::int64_t> target_ids(const Example& e) const override {
+    std::vector<std::int64_t> ids = Tokenizer::encode(e.answer).value();
+    ids.push_back(Tokenizer::kEos);
+    return ids;
+  }
+
+  double reward(const Example& e, const std::vector<std::int64_t>& response_ids) const override {
+    return task_->reward(e, Tokenizer::decode(response_ids));
+  }
+
+  std::vector<std::int64_t> eos_ids() const override { return {Tokenizer::kEos}; }
+  std::int64_t vocab_size() const override { return Tokenizer::kVocabSize; }
+
+ private:
+  std::unique_ptr<Task> task_;
+};
+
+}  // namespace
+
+core::Result<std::unique_ptr<TaskData>> TaskData::create(std::string_view task, std::uint64_t seed,
+                                                         std::int64_t train_size,
+                                                         std::int64_t val_size,
+                                                         std::int64_t min_len,
+                                                         std::int64_t max_len) {
   GRPO_TRY(std::unique_ptr<Task> t, make_task(task));
   Splits splits = make_splits(*t, seed, train_size, val_size, min_len, max_len);
-  return TaskData(std::move(t), std::move(splits), seed);
+  return std::unique_ptr<TaskData>(
+      std::make_unique<BuiltinTaskData>(std::move(t), std::move(splits), seed));
 }
 
 std::vector<const Example*> TaskData::train_batch(std::int64_t cursor, std::int64_t global_count,
                                                   int rank, int world) const {
-  const auto n = static_cast<std::int64_t>(splits_.train.size());
+  const auto n = static_cast<std::int64_t>(train_.size());
   const std::int64_t per_rank = global_count / world;
   std::vector<const Example*> out;
   std::int64_t cached_epoch = -1;
@@ -169,30 +205,17 @@ std::vector<const Example*> TaskData::train_batch(std::int64_t cursor, std::int6
     const std::int64_t pos = cursor + i;
     const std::int64_t epoch = pos / n;
     if (epoch != cached_epoch) {
-      order = epoch_order(seed_, epoch, n);
+      if (shuffle_) {
+        order = epoch_order(seed_, epoch, n);
+      } else {
+        order.resize(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k) order[static_cast<std::size_t>(k)] = k;
+      }
       cached_epoch = epoch;
     }
-    out.push_back(
-        &splits_.train[static_cast<std::size_t>(order[static_cast<std::size_t>(pos % n)])]);
+    out.push_back(&train_[static_cast<std::size_t>(order[static_cast<std::size_t>(pos % n)])]);
   }
   return out;
-}
-
-std::vector<std::int64_t> TaskData::prompt_ids(const Example& e) const {
-  std::vector<std::int64_t> ids{Tokenizer::kBos};
-  auto enc = Tokenizer::encode(e.prompt);
-  ids.insert(ids.end(), enc->begin(), enc->end());
-  return ids;
-}
-
-std::vector<std::int64_t> TaskData::target_ids(const Example& e) const {
-  std::vector<std::int64_t> ids = Tokenizer::encode(e.answer).value();
-  ids.push_back(Tokenizer::kEos);
-  return ids;
-}
-
-double TaskData::reward(const Example& e, const std::vector<std::int64_t>& response_ids) const {
-  return task_->reward(e, Tokenizer::decode(response_ids));
 }
 
 }  // namespace grpo::trainer

@@ -21,6 +21,7 @@
 #include "grpo/io/files.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/config.h"
+#include "grpo/trainer/dataset.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/expert_parallel.h"
 #include "grpo/trainer/faults.h"
@@ -99,11 +100,6 @@ core::Result<core::ModelSpec> load_spec(const TrainerOptions& o, const TrainerCo
   DirectoryModelProvider provider(o.profile_dir.empty() ? default_model_dir()
                                                         : fs::path(o.profile_dir) / "models");
   GRPO_TRY(core::ModelSpec spec, core::load_model(provider, cfg.model_path));
-  if (spec.vocab_size < Tokenizer::kVocabSize) {
-    return make_error(ErrorKind::kInvalidValue,
-                      "model " + spec.name + " has vocab_size " + std::to_string(spec.vocab_size) +
-                          " < the tokenizer's " + std::to_string(Tokenizer::kVocabSize));
-  }
   if (spec.vision.present()) {
     spdlog::warn("model {} has a vision tower; grpo-trainer trains the language model only",
                  spec.name);
@@ -165,6 +161,15 @@ int run_trainer(const TrainerOptions& options) {
             dims_from_config(cfg, world.world_size), cfg.sequence_parallel, *spec);
         !why.empty()) {
       return config_error(make_error(ErrorKind::kInvalidValue, why));
+    }
+    // The data: the built-in task, or the dataset read with the model directory's tokenizer.
+    auto data = make_task_data(cfg);
+    if (!data.ok()) return config_error(data.error());
+    if ((*data)->vocab_size() > spec->vocab_size) {
+      return config_error(make_error(ErrorKind::kInvalidValue,
+                                     "model " + spec->name + " has vocab_size " +
+                                         std::to_string(spec->vocab_size) + " < the tokenizer's " +
+                                         std::to_string((*data)->vocab_size())));
     }
     if (cfg.device == "cuda" && !compat::cuda_available()) {
       return config_error(make_error(ErrorKind::kInvalidValue,
@@ -239,13 +244,13 @@ int run_trainer(const TrainerOptions& options) {
                        {"kernels", cfg.kernels},
                        {"faults", options.faults}});
     spdlog::info("model {} ({} parameters), task {}, {} SFT + {} GRPO steps, run dir {}",
-                 spec->name, params, cfg.task, cfg.sft_warmup_steps, cfg.total_training_steps,
-                 options.run_dir.string());
+                 spec->name, params, (*data)->describe(), cfg.sft_warmup_steps,
+                 cfg.total_training_steps, options.run_dir.string());
 
     FaultInjector injector(std::move(faults), world.global_rank, options.run_dir / "faults");
-    trainer = std::make_unique<TrainingRun>(std::move(cfg), std::move(spec).value(),
-                                            options.run_dir, std::move(boot).value(),
-                                            std::move(comm), tel, std::move(injector));
+    trainer = std::make_unique<TrainingRun>(
+        std::move(cfg), std::move(spec).value(), options.run_dir, std::move(boot).value(),
+        std::move(comm), tel, std::move(injector), std::move(data).value());
     return trainer->run();
   } catch (const ExitRequest& e) {
     spdlog::warn("{} (exit {})", e.message, e.code);

@@ -18,6 +18,7 @@ core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int6
   sp.temperature = cfg.temperature;
   sp.top_p = cfg.top_p;
   sp.top_k = cfg.top_k;
+  sp.eos_ids = ctx.data->eos_ids();
   for (std::int64_t b = 0; b < per_rank; b += chunk) {
     const std::int64_t e = std::min(per_rank, b + chunk);
     std::vector<std::vector<std::int64_t>> prompts;

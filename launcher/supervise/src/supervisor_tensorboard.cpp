@@ -23,7 +23,7 @@ std::vector<tensorboard::Scalar> supervisor_scalars(const RunSummary& s) {
       {"supervisor/failures", static_cast<double>(failures)},
       {"supervisor/requeues", static_cast<double>(s.requeues)},
       {"supervisor/attempts", static_cast<double>(s.attempt)},
-      {"supervisor/lost_s", s.lost_s},
+      {"supervisor/lost_s", s.goodput.lost_at(s.last_time)},
   };
   for (const auto& [cls, n] : s.failures) {
     out.push_back({"supervisor/failures/" + cls, static_cast<double>(n)});

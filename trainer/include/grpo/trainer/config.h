@@ -30,6 +30,13 @@ struct TrainerConfig {
   std::int64_t train_batch_size = 32;  // prompts per step, all ranks together
   std::int64_t max_prompt_length = 16;
   std::int64_t max_response_length = 8;
+  // verl-format datasets (docs/datasets.md): set train_files to train on them instead of `task`
+  std::vector<std::string> train_files;
+  std::vector<std::string> val_files;
+  std::string prompt_key = "prompt";
+  std::string truncation = "error";  // error | left | right | middle
+  bool filter_overlong_prompts = false;
+  bool shuffle = true;
 
   // actor_rollout_ref.model
   std::string model_path;  // a model name (profiles/models/NAME.toml) or a spec file
@@ -113,6 +120,7 @@ struct TrainerConfig {
     }
     return false;
   }
+  bool uses_dataset() const { return !train_files.empty(); }
 };
 
 // One documented key.

@@ -1,8 +1,8 @@
 // Rule-based rewards as verl scores them (docs/rewards.md): gsm8k's "#### answer" extraction
 // (strict and flexible), MATH's last \boxed{} answer under verl's string normalization, and the
 // dispatch on a sample's data_source that verl's default_compute_score does.
-// LibTorch-free. Not wired into the training loop yet: used by the trainer once verl-format
-// datasets land.
+// LibTorch-free. The training loop scores a verl-format dataset's responses with compute_score
+// (dataset.h, docs/datasets.md).
 #pragma once
 
 #include <optional>

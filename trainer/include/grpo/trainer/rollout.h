@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "grpo/trainer/model.h"
+#include "grpo/trainer/tasks.h"
 #include "grpo/trainer/torch_compat.h"
 
 namespace grpo::trainer {
@@ -17,6 +18,8 @@ struct SamplingParams {
   double top_p = 1.0;
   std::int64_t top_k = -1;  // -1: off
   bool greedy = false;      // argmax; temperature/top-p/top-k ignored
+  // The tokens that end a response (TaskData::eos_ids): the built-in tasks' <eos> by default.
+  std::vector<std::int64_t> eos_ids = {Tokenizer::kEos};
 };
 
 // Prompts left-padded to a common length, so every row's last slot is its last prompt token.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grpo/core/result.h"
@@ -30,8 +31,12 @@ class Tokenizer {
 };
 
 struct Example {
-  std::string prompt;  // "12+34="
-  std::string answer;  // "46"
+  std::string prompt;  // "12+34="; a dataset's: the rendered chat prompt
+  std::string answer;  // "46"; a dataset's: the SFT target (dataset.h)
+  // Datasets only (dataset.h): the reward's inputs and the prompt's (truncated) token ids.
+  std::string data_source;
+  std::string ground_truth;
+  std::vector<std::int64_t> prompt_ids;
 };
 
 class Task {
@@ -64,39 +69,54 @@ Splits make_splits(const Task& task, std::uint64_t seed, std::int64_t train_size
 // The order in which epoch `epoch` visits the train split: a permutation seeded by (seed, epoch).
 std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t size);
 
-// The data and rewards of a run, behind one object: the task, its train and validation splits,
-// which train examples a step takes, how an example becomes token ids and how a sampled response
-// is scored. The training loop reaches data only through this.
+// The data and rewards of a run, behind one object: its train and validation splits, which
+// train examples a step takes, how an example becomes token ids, how a sampled response is
+// scored and which tokens end one. The training loop reaches data only through this. Two
+// implementations: the built-in tasks (create, below) and verl-format datasets (dataset.h).
 class TaskData {
  public:
-  // make_task(name), then make_splits(task, seed, ...). `seed` also shuffles every epoch.
-  // Errors: make_task's.
-  static core::Result<TaskData> create(std::string_view task, std::uint64_t seed,
-                                       std::int64_t train_size, std::int64_t val_size,
-                                       std::int64_t min_len, std::int64_t max_len);
+  virtual ~TaskData() = default;
 
-  const Task& task() const { return *task_; }
-  const std::vector<Example>& train() const { return splits_.train; }
-  const std::vector<Example>& val() const { return splits_.val; }
+  // The built-in task: make_task(name), then make_splits(task, seed, ...). `seed` also shuffles
+  // every epoch. Errors: make_task's.
+  static core::Result<std::unique_ptr<TaskData>> create(std::string_view task, std::uint64_t seed,
+                                                        std::int64_t train_size,
+                                                        std::int64_t val_size, std::int64_t min_len,
+                                                        std::int64_t max_len);
+
+  // For the log: "addition", "dataset (7473 train, 1319 val records)".
+  virtual std::string describe() const = 0;
+  const std::vector<Example>& train() const { return train_; }
+  const std::vector<Example>& val() const { return val_; }
 
   // Global positions [cursor, cursor + global_count) of the train split, shuffled per epoch
-  // (epoch_order); `rank` of `world` takes its contiguous share of global_count / world, so a
-  // prompt (and its whole group) belongs to exactly one rank.
+  // (epoch_order; in file order without `shuffle`); `rank` of `world` takes its contiguous share
+  // of global_count / world, so a prompt (and its whole group) belongs to exactly one rank. The
+  // cursor is all the read position there is: a run resumed at cursor c takes exactly the
+  // batches an uninterrupted run takes from c.
   std::vector<const Example*> train_batch(std::int64_t cursor, std::int64_t global_count, int rank,
                                           int world) const;
 
-  // <bos> then the prompt's tokens: what the policy is prompted with.
-  std::vector<std::int64_t> prompt_ids(const Example& e) const;
-  // The answer's tokens then <eos>: the SFT target.
-  std::vector<std::int64_t> target_ids(const Example& e) const;
-  // The task's reward of a sampled response (token ids, decoded up to the first <eos>).
-  double reward(const Example& e, const std::vector<std::int64_t>& response_ids) const;
+  // What the policy is prompted with (built-in: <bos> then the prompt's tokens).
+  virtual std::vector<std::int64_t> prompt_ids(const Example& e) const = 0;
+  // The SFT target: the answer's tokens then the first end-of-response token.
+  virtual std::vector<std::int64_t> target_ids(const Example& e) const = 0;
+  // The reward of a sampled response (token ids; what follows the first end token is ignored).
+  virtual double reward(const Example& e, const std::vector<std::int64_t>& response_ids) const = 0;
+  // The tokens that end a response (built-in: <eos>).
+  virtual std::vector<std::int64_t> eos_ids() const = 0;
+  // One more than the largest token id the data uses: the model's vocab_size must reach it.
+  virtual std::int64_t vocab_size() const = 0;
+
+ protected:
+  TaskData(std::vector<Example> train, std::vector<Example> val, std::uint64_t seed, bool shuffle)
+      : train_(std::move(train)), val_(std::move(val)), seed_(seed), shuffle_(shuffle) {}
 
  private:
-  TaskData(std::unique_ptr<Task> task, Splits splits, std::uint64_t seed);
-  std::unique_ptr<Task> task_;
-  Splits splits_;
+  std::vector<Example> train_;
+  std::vector<Example> val_;
   std::uint64_t seed_;
+  bool shuffle_;
 };
 
 // splitmix64: the small counter-based generator the data pipeline uses (its whole state is one
