@@ -28,6 +28,10 @@ void print_line(const char* level, const std::string& message) {
 void print_error(const std::string& message) {
   print_line("error", message);
 }
+int fail(const core::Error& e) {
+  print_error(e.str());
+  return exit_code_for(e);
+}
 void print_warning(const std::string& message) {
   print_line("warning", message);
 }

@@ -134,6 +134,8 @@ int cmd_profiles(const GlobalArgs& global, const std::string& format);
 
 // One line on stderr: "grpo-launch: error: <message>".
 void print_error(const std::string& message);
+// print_error(e.str()), then e's exit code (exit_codes.h exit_code_for).
+int fail(const core::Error& e);
 // "grpo-launch: warning: <message>" on stderr, on one line.
 void print_warning(const std::string& message);
 

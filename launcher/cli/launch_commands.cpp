@@ -45,23 +45,6 @@ namespace {
 
 constexpr const char* kTemplateName = "sbatch.mustache";
 
-int fail(const core::Error& e) {
-  print_error(e.str());
-  return exit_code_for(e);
-}
-
-// "20261129T204500Z" and "2026-11-29T20:45:00Z" for now.
-std::pair<std::string, std::string> utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char compact[32];
-  char iso[32];
-  std::strftime(compact, sizeof compact, "%Y%m%dT%H%M%SZ", &tm);
-  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return {compact, iso};
-}
-
 core::Result<std::string> load_template(const LaunchArgs& args) {
   if (!args.template_file.empty()) return io::read_file(args.template_file);
   for (const auto& dir : io::template_search_path(io::executable_dir())) {
@@ -80,6 +63,36 @@ bool looks_like_file(const std::string& name) {
 
 }  // namespace
 
+std::pair<std::string, std::string> utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char compact[32];
+  char iso[32];
+  std::strftime(compact, sizeof compact, "%Y%m%dT%H%M%SZ", &tm);
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return {compact, iso};
+}
+
+core::Result<core::SbatchRunOptions> run_options(const std::string& run_dir,
+                                                 const std::string& default_name) {
+  std::error_code ec;
+  fs::path dir = run_dir.empty() ? fs::path("runs") / default_name : fs::path(run_dir);
+  dir = fs::absolute(dir, ec).lexically_normal();
+  if (ec) return make_error(ErrorKind::kIo, "cannot resolve " + dir.string() + ": " + ec.message());
+  std::string dir_text = dir.string();
+  while (dir_text.size() > 1 && dir_text.back() == '/') dir_text.pop_back();
+  core::SbatchRunOptions opts;
+  opts.run_dir = dir_text;
+  opts.launcher_path = io::executable_path().string();
+  opts.run_id = fs::path(dir_text).filename().string();
+  opts.version = GRPO_VERSION;
+  if (opts.launcher_path.empty()) {
+    return make_error(ErrorKind::kInternal, "cannot find the grpo-launch executable");
+  }
+  return opts;
+}
+
 core::Result<std::string> load_sbatch_template(const LaunchArgs& args) {
   return load_template(args);
 }
@@ -90,26 +103,12 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
   p.plan = std::move(plan);
   const auto [stamp, iso] = utc_now();
   // The run directory: --run-dir, or runs/<model>-<profile>-<UTC time> under the current one.
+  GRPO_TRY(core::SbatchRunOptions opts,
+           run_options(args.run_dir, core::sanitize_name(p.plan.model.name) + "-" +
+                                         core::sanitize_name(p.plan.cluster.name) + "-" + stamp));
+  p.run_dir = opts.run_dir;
+  const std::string run_id = opts.run_id;
   std::error_code ec;
-  fs::path dir = args.run_dir.empty()
-                     ? fs::path("runs") / (core::sanitize_name(p.plan.model.name) + "-" +
-                                           core::sanitize_name(p.plan.cluster.name) + "-" + stamp)
-                     : fs::path(args.run_dir);
-  dir = fs::absolute(dir, ec).lexically_normal();
-  if (ec) return make_error(ErrorKind::kIo, "cannot resolve " + dir.string() + ": " + ec.message());
-  std::string dir_text = dir.string();
-  while (dir_text.size() > 1 && dir_text.back() == '/') dir_text.pop_back();
-  p.run_dir = dir_text;
-  const std::string run_id = fs::path(dir_text).filename().string();
-
-  core::SbatchRunOptions opts;
-  opts.run_dir = p.run_dir;
-  opts.launcher_path = io::executable_path().string();
-  opts.run_id = run_id;
-  opts.version = GRPO_VERSION;
-  if (opts.launcher_path.empty()) {
-    return make_error(ErrorKind::kInternal, "cannot find the grpo-launch executable");
-  }
   GRPO_TRY(const core::SbatchView view, core::make_sbatch_view(p.plan, opts));
   if (render_script) {
     GRPO_TRY(const std::string tmpl, load_template(args));

@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/run_spec.h"
+#include "grpo/core/sbatch_script.h"
 #include "grpo/supervise/supervisor.h"
 
 namespace grpo::cli {
@@ -42,5 +44,12 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
 std::int64_t total_steps(const std::vector<std::string>& trainer_sets);
 // Moves the trainer's --set keys (core::is_trainer_key) from plan.sets to trainer_sets.
 LaunchArgs split_trainer_sets(const LaunchArgs& args);
+// "20261129T204500Z" and "2026-11-29T20:45:00Z" for now.
+std::pair<std::string, std::string> utc_now();
+// A new run's directory and batch-script identity: `run_dir` (--run-dir) made absolute without a
+// trailing '/', or runs/<default_name> under the current directory; its name is the run id.
+// Errors: kIo (the path cannot be resolved), kInternal (this executable cannot be found).
+core::Result<core::SbatchRunOptions> run_options(const std::string& run_dir,
+                                                 const std::string& default_name);
 
 }  // namespace grpo::cli

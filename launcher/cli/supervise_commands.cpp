@@ -41,11 +41,6 @@ using core::make_error;
 
 namespace {
 
-int fail(const core::Error& e) {
-  print_error(e.str());
-  return exit_code_for(e);
-}
-
 core::Result<nlohmann::json> read_json(const fs::path& path) {
   GRPO_TRY(const std::string text, io::read_file(path));
   auto j = nlohmann::json::parse(text, nullptr, false);

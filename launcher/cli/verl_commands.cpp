@@ -32,11 +32,6 @@ using core::make_error;
 
 namespace {
 
-int fail(const core::Error& e) {
-  print_error(e.str());
-  return exit_code_for(e);
-}
-
 core::Result<std::string> read_sourced(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
@@ -108,17 +103,6 @@ std::optional<int> check_first(const GlobalArgs& global, const LaunchArgs& args,
   return std::nullopt;
 }
 
-std::pair<std::string, std::string> utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char compact[32];
-  char iso[32];
-  std::strftime(compact, sizeof compact, "%Y%m%dT%H%M%SZ", &tm);
-  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return {compact, iso};
-}
-
 core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchArgs& args,
                                         const core::CheckReport& report,
                                         const core::ParsedScript& parsed) {
@@ -138,25 +122,12 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                               }()));
   VerlPrepared p;
   const auto [stamp, iso] = utc_now();
-  std::error_code ec;
   const std::string name = fs::path(args.script).stem().string();
-  fs::path dir = args.run_dir.empty()
-                     ? fs::path("runs") / ("verl-" + core::sanitize_name(name) + "-" + stamp)
-                     : fs::path(args.run_dir);
-  dir = fs::absolute(dir, ec).lexically_normal();
-  std::string dir_text = dir.string();
-  while (dir_text.size() > 1 && dir_text.back() == '/') dir_text.pop_back();
-  p.run_dir = dir_text;
-  const std::string run_id = fs::path(dir_text).filename().string();
-
-  core::SbatchRunOptions opts;
-  opts.run_dir = p.run_dir;
-  opts.launcher_path = io::executable_path().string();
-  opts.run_id = run_id;
-  opts.version = GRPO_VERSION;
-  if (opts.launcher_path.empty()) {
-    return make_error(ErrorKind::kInternal, "cannot find the grpo-launch executable");
-  }
+  GRPO_TRY(core::SbatchRunOptions opts,
+           run_options(args.run_dir, "verl-" + core::sanitize_name(name) + "-" + stamp));
+  p.run_dir = opts.run_dir;
+  const std::string run_id = opts.run_id;
+  std::error_code ec;
   const int nodes = std::max(1, run.nodes);
   GRPO_TRY(const core::SbatchView view,
            core::make_verl_sbatch_view(driver, profile, nodes, run.gpus_per_node, name, opts));
