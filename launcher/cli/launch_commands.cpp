@@ -93,6 +93,49 @@ core::Result<core::SbatchRunOptions> run_options(const std::string& run_dir,
   return opts;
 }
 
+core::Result<std::string> submit_run_dir(const std::string& run_dir,
+                                         const std::map<std::string, std::string>& files,
+                                         const std::vector<std::string>& executable,
+                                         int sbatch_timeout_s, const std::string& created_utc) {
+  GRPO_TRY_STATUS(io::create_dir_atomic(run_dir, files, executable));
+  slurm::PosixProcessRunner runner;
+  slurm::SubmitRequest request;
+  request.script = run_dir + "/job.sbatch";
+  request.timeout = std::chrono::seconds(sbatch_timeout_s);
+  bool maybe_submitted = false;
+  auto submitted = slurm::submit_batch(runner, request, &maybe_submitted);
+  if (!submitted.ok()) {
+    core::Error e = submitted.error();
+    if (maybe_submitted) {
+      e.message += "; run directory kept: " + run_dir;
+    } else {
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+      e.message += ec ? "; nothing was submitted (could not remove " + run_dir + ")"
+                      : "; nothing was submitted";
+    }
+    return e;
+  }
+  const std::string id = std::to_string(submitted->job_id);
+  nlohmann::json job_json = {{"schema", "grpo-launch/job/v1"},
+                             {"job_id", submitted->job_id},
+                             {"cluster", submitted->cluster},
+                             {"submitted_utc", created_utc}};
+  if (auto st = io::write_file_atomic(run_dir + "/job.json", job_json.dump(2) + "\n", 0600);
+      !st.ok()) {
+    print_warning("job " + id + " was submitted but " + st.error().message);
+  }
+  return id;
+}
+
+void print_follow(const std::string& run_dir, const std::string& id) {
+  std::cout << "Run directory: " << run_dir << "\n"
+            << "Follow it:\n"
+            << "  tail -f " << core::shell_quote(run_dir + "/slurm-" + id + ".out") << "\n"
+            << "  squeue -j " << id << "\n"
+            << "  grpo-launch status " << core::shell_quote(run_dir) << "\n";
+}
+
 core::Result<std::string> load_sbatch_template(const LaunchArgs& args) {
   return load_template(args);
 }
@@ -368,47 +411,13 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
     return kExitOk;
   }
 
-  const auto files = run_dir_files(p);
-  if (auto st = io::create_dir_atomic(p.run_dir, files, {"job.sbatch"}); !st.ok()) {
-    return fail(st.error());
-  }
-  slurm::PosixProcessRunner runner;
-  slurm::SubmitRequest request;
-  request.script = p.run_dir + "/job.sbatch";
-  request.timeout = std::chrono::seconds(args.sbatch_timeout_s);
-  bool maybe_submitted = false;
-  auto submitted = slurm::submit_batch(runner, request, &maybe_submitted);
-  if (!submitted.ok()) {
-    core::Error e = submitted.error();
-    if (maybe_submitted) {
-      e.message += "; run directory kept: " + p.run_dir;
-    } else {
-      std::error_code ec;
-      fs::remove_all(p.run_dir, ec);
-      e.message += ec ? "; nothing was submitted (could not remove " + p.run_dir + ")"
-                      : "; nothing was submitted";
-    }
-    return fail(e);
-  }
-  const auto job = submitted.value();
-  const std::string id = std::to_string(job.job_id);
-  nlohmann::json job_json = {{"schema", "grpo-launch/job/v1"},
-                             {"job_id", job.job_id},
-                             {"cluster", job.cluster},
-                             {"submitted_utc", p.run.created_utc}};
-  if (auto st = io::write_file_atomic(p.run_dir + "/job.json", job_json.dump(2) + "\n", 0600);
-      !st.ok()) {
-    std::fprintf(stderr, "grpo-launch: warning: job %s was submitted but %s\n", id.c_str(),
-                 st.error().message.c_str());
-  }
-  std::cout << "Submitted batch job " << id << ": " << p.plan.model.name << " on "
+  auto id = submit_run_dir(p.run_dir, run_dir_files(p), {"job.sbatch"}, args.sbatch_timeout_s,
+                           p.run.created_utc);
+  if (!id.ok()) return fail(id.error());
+  std::cout << "Submitted batch job " << *id << ": " << p.plan.model.name << " on "
             << p.plan.cluster.name << ", " << p.run.nodes << " node(s) x " << p.run.ranks_per_node
-            << " rank(s)\n"
-            << "Run directory: " << p.run_dir << "\n"
-            << "Follow it:\n"
-            << "  tail -f " << core::shell_quote(p.run_dir + "/slurm-" + id + ".out") << "\n"
-            << "  squeue -j " << id << "\n"
-            << "  grpo-launch status " << core::shell_quote(p.run_dir) << "\n";
+            << " rank(s)\n";
+  print_follow(p.run_dir, *id);
   return kExitOk;
 }
 

@@ -51,5 +51,15 @@ std::pair<std::string, std::string> utc_now();
 // Errors: kIo (the path cannot be resolved), kInternal (this executable cannot be found).
 core::Result<core::SbatchRunOptions> run_options(const std::string& run_dir,
                                                  const std::string& default_name);
+// Creates the run directory atomically with `files` (`executable` among them mode 0755),
+// submits its job.sbatch and records job.json; returns the job id. A failed submission removes
+// the directory unless sbatch may have accepted the job (the message says which). job.json that
+// cannot be written is a warning.
+core::Result<std::string> submit_run_dir(const std::string& run_dir,
+                                         const std::map<std::string, std::string>& files,
+                                         const std::vector<std::string>& executable,
+                                         int sbatch_timeout_s, const std::string& created_utc);
+// "Run directory: ...", then how to follow job `id` (its output, squeue, status).
+void print_follow(const std::string& run_dir, const std::string& id);
 
 }  // namespace grpo::cli

@@ -2,9 +2,7 @@
 // run inside the allocation under the supervisor. `check` must pass first; then the run directory
 // holds the batch script (templates/sbatch.mustache, one task per node), verl-attempt.sh (Ray and
 // the driver, core/verl_job.h) and verl.json (what supervise needs to know).
-#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 
@@ -18,8 +16,6 @@
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/render/sbatch_render.h"
-#include "grpo/slurm/process_runner.h"
-#include "grpo/slurm/sbatch.h"
 #include "grpo/supervise/verl_engine.h"
 #include "launch_common.h"
 #include "verl_commands.h"
@@ -228,43 +224,12 @@ int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
     if (args.plan.dry_run) std::cout << "\n# verl-attempt.sh\n" << p.files.at("verl-attempt.sh");
     return kExitOk;
   }
-  if (auto st = io::create_dir_atomic(p.run_dir, p.files, {"job.sbatch", "verl-attempt.sh"});
-      !st.ok()) {
-    return fail(st.error());
-  }
-  slurm::PosixProcessRunner runner;
-  slurm::SubmitRequest request;
-  request.script = p.run_dir + "/job.sbatch";
-  request.timeout = std::chrono::seconds(args.sbatch_timeout_s);
-  bool maybe_submitted = false;
-  auto submitted = slurm::submit_batch(runner, request, &maybe_submitted);
-  if (!submitted.ok()) {
-    core::Error e = submitted.error();
-    std::error_code ec;
-    if (maybe_submitted) {
-      e.message += "; run directory kept: " + p.run_dir;
-    } else {
-      fs::remove_all(p.run_dir, ec);
-      e.message += "; nothing was submitted";
-    }
-    return fail(e);
-  }
-  const std::string id = std::to_string(submitted->job_id);
-  nlohmann::json job_json = {{"schema", "grpo-launch/job/v1"},
-                             {"job_id", submitted->job_id},
-                             {"cluster", submitted->cluster},
-                             {"submitted_utc", p.run.created_utc}};
-  if (auto st = io::write_file_atomic(p.run_dir + "/job.json", job_json.dump(2) + "\n", 0600);
-      !st.ok()) {
-    print_warning("job " + id + " was submitted but " + st.error().message);
-  }
-  std::cout << "Submitted batch job " << id << ": verl (" << args.script << "), " << p.run.nodes
-            << " node(s), Ray under grpo-launch supervise\n"
-            << "Run directory: " << p.run_dir << "\n"
-            << "Follow it:\n"
-            << "  tail -f " << core::shell_quote(p.run_dir + "/slurm-" + id + ".out") << "\n"
-            << "  squeue -j " << id << "\n"
-            << "  grpo-launch status " << core::shell_quote(p.run_dir) << "\n";
+  auto id = submit_run_dir(p.run_dir, p.files, {"job.sbatch", "verl-attempt.sh"},
+                           args.sbatch_timeout_s, p.run.created_utc);
+  if (!id.ok()) return fail(id.error());
+  std::cout << "Submitted batch job " << *id << ": verl (" << args.script << "), " << p.run.nodes
+            << " node(s), Ray under grpo-launch supervise\n";
+  print_follow(p.run_dir, *id);
   return kExitOk;
 }
 
