@@ -30,6 +30,7 @@ inline int exit_code_for(const core::Error& e) {
     case core::ErrorKind::kCycle:
       return kExitInput;
     case core::ErrorKind::kIo:
+    case core::ErrorKind::kNoSpace:
       return kExitCantCreate;
     case core::ErrorKind::kUnavailable:
       return kExitUnavailable;

@@ -10,6 +10,8 @@
 #   cluster.sh kill-node --dir DIR nX       SIGKILL nX's slurmd and every process on nX
 #   cluster.sh revive-node --dir DIR nX     start nX's slurmd again, wait until it is usable
 #   cluster.sh wait-idle --dir DIR          wait until every node is idle again
+#   cluster.sh restart-ctld --dir DIR       stop slurmctld (SIGTERM, state saved) and start it
+#                                           again; returns once it answers `scontrol ping`
 #
 # munged (private key and socket), one slurmctld and N slurmd (`slurmd -N nX`, each in its own
 # UTS + mount namespace: hostname nX, a private /etc/hosts mapping n1..nN to 127.0.0.11..), all
@@ -590,6 +592,24 @@ cmd_revive_node() {
   log "revived $NODE in $(($(now_ms) - t0)) ms"
 }
 
+cmd_restart_ctld() {
+  require_dir || die "$DIR does not exist"
+  local t0
+  t0=$(now_ms)
+  signal_role slurmctld TERM
+  if ! wait_roles_gone 10000 slurmctld; then
+    signal_role slurmctld KILL
+    wait_roles_gone 3000 slurmctld || die "slurmctld survived SIGKILL"
+  fi
+  start_slurmctld
+  local deadline=$(($(now_ms) + TIMEOUT * 1000))
+  until SLURM_CONF="$DIR/slurm.conf" scontrol ping 2>/dev/null | grep -q 'UP'; do
+    (($(now_ms) < deadline)) || die "slurmctld did not answer within ${TIMEOUT} s after the restart"
+    sleep 0.1
+  done
+  log "restarted slurmctld in $(($(now_ms) - t0)) ms"
+}
+
 cmd_wait_idle() {
   require_dir || die "$DIR does not exist"
   FAIL_REASON=""
@@ -642,5 +662,6 @@ case "$COMMAND" in
   kill-node) cmd_kill_node ;;
   revive-node) cmd_revive_node ;;
   wait-idle) cmd_wait_idle ;;
+  restart-ctld) cmd_restart_ctld ;;
   *) usage ;;
 esac

@@ -18,6 +18,15 @@
 #         supervisor  the supervisor killed (-9), the job requeued: state rebuilt from the log
 #         longline    a --trainer-cmd program prints a 2,600-byte telemetry line on each rank:
 #                     srun delivers it in 1 KiB pieces, the event log gets it whole
+#         exit0       rank 1 exits 0 at step 5 (before the end): a failure, never `succeeded`;
+#                     the restart finishes the run with the reference weights
+#         ctld        slurmctld restarted mid-run: the run goes on, no failure, reference weights
+#         diskfull    the run's checkpoints/ is a 1 MiB tmpfs on every node: the first checkpoint
+#                     does not fit: exit 85 (disk full) at once, no restart, no half-written
+#                     checkpoint left behind
+#         timelimit   a 2-minute time limit, no USR2 from Slurm, a run slowed to outlast it: before
+#                     the limit the supervisor checkpoints and requeues (the job's end time); the
+#                     job finishes with the reference weights, never reaching the limit (TIMEOUT)
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -31,12 +40,14 @@ cluster=${GRPO_CLUSTER_SH:?}
 cdir=${GRPO_TEST_CLUSTER_DIR:?}
 JOB=""
 killed_node=""
+tmpfs_pids=()
 
 cleanup() {
   [[ -n "$JOB" ]] && scancel "$JOB" 2>/dev/null
   if [[ -n "$killed_node" ]]; then
     "$cluster" revive-node --dir "$cdir" "$killed_node" >&2 || true
   fi
+  for pid in "${tmpfs_pids[@]}"; do nsenter -t "$pid" -m umount "$run/checkpoints" 2>/dev/null || true; done
   [[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
@@ -233,6 +244,74 @@ PY
     done
     "${check[@]}" "$run" --sha "$(reference_sha)" --attempts 2 --summary || fail "supervisor"
     events_of "$run" attempt_ended | grep -q '"outcome":"abandoned"' || fail "no abandoned attempt"
+    ;;
+  exit0)
+    submit --fault 'exit@step=5,rank=1,code=0'
+    expect_completed 150
+    # The peers of the vanished rank fail their collective (comm) or the step ends short
+    # (incomplete); either way the attempt is a failure and the restart finishes the run.
+    "${check[@]}" "$run" --sha "$(reference_sha)" --allow comm --allow incomplete --allow crash \
+      --attempts 2 --summary || fail "exit0"
+    events_of "$run" failure | grep -qE '"class":"(comm|incomplete|crash)"' || fail "no failure recorded"
+    ;;
+  ctld)
+    submit --fault "$SLOW"
+    wait_step "$run" 4 120
+    "$cluster" restart-ctld --dir "$cdir" || fail "restart-ctld"
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --summary || fail "ctld"
+    [[ -z "$(events_of "$run" failure)" ]] || fail "a failure was recorded across the restart"
+    ;;
+  diskfull)
+    # Every node's mount namespace gets its own 1 MiB tmpfs over the run's checkpoints/ (the
+    # rest of the run directory stays on the shared disk): the first checkpoint does not fit.
+    submit --fault "$SLOW"
+    mkdir -p "$run/checkpoints"
+    while read -r role pid _; do
+      [[ "$role" == slurmd.* ]] || continue
+      nsenter -t "$pid" -m mount -t tmpfs -o size=1m tmpfs "$run/checkpoints" ||
+        fail "mount a tmpfs on ${role#slurmd.}"
+      tmpfs_pids+=("$pid")
+    done <"$cdir/pids"
+    rec=$(wait_done 150)
+    [[ "$(field JobState "$rec")" == FAILED && "$(field ExitCode "$rec")" == 85:0 ]] ||
+      { show; fail "job $JOB: want FAILED 85:0: $rec"; }
+    node=$(events_of "$run" attempt_started | head -n 1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["hosts"][0])')
+    pid=$(awk -v r="slurmd.$node" '$1 == r {print $2}' "$cdir/pids")
+    python3 - "$run" "/proc/$pid/root$run/checkpoints" <<'PY' || fail "disk full not handled"
+import json, os, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+fails = [e for e in ev if e["type"] == "failure"]
+gave = [e for e in ev if e["type"] == "decision" and e["kind"] == "give_up"]
+left = os.listdir(sys.argv[2])
+print(f"failures {[f['class'] for f in fails]}; give_up {[g['exit_code'] for g in gave]}; "
+      f"left in the full checkpoints/: {left}")
+ok = ("disk_full" in [f["class"] for f in fails] and [g["exit_code"] for g in gave] == [85]
+      and not gave[0]["spends_budget"] and not [n for n in left if n.startswith(".tmp-")]
+      and len([e for e in ev if e["type"] == "attempt_started"]) == 1)
+sys.exit(0 if ok else 1)
+PY
+    ;;
+  timelimit)
+    # 10 steps of >= 9 s: ~100 s of training in 2-minute jobs, and no USR2 from Slurm (lead 0,
+    # as on sites that do not send one): the supervisor reads the job's end time itself and
+    # yields when it is within its margin (max(60 s, 3 x step + 3 x checkpoint)).
+    submit --set slurm.time=00:02:00 --set slurm.signal_lead_seconds=0 --fault 'slow@ms=9000'
+    grep -q -- '--signal' "$run"/*.sbatch 2>/dev/null && fail "the batch script asks for a signal"
+    expect_completed 230
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure preemption --attempts 2 --summary ||
+      fail "timelimit"
+    if grep "^JobId=$JOB " "$cdir/jobcomp.log" | grep -q "JobState=TIMEOUT"; then
+      fail "the job reached its time limit"
+    fi
+    python3 - "$run" <<'PY' || fail "no requeue before the time limit"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+req = [e["reason"] for e in ev if e["type"] == "decision" and e["kind"] == "requeue"]
+starts = [e for e in ev if e["type"] == "run_started"]
+print(f"requeues {req}; jobs started {len(starts)}")
+sys.exit(0 if req and all("end time" in r for r in req) and len(starts) >= 2 else 1)
+PY
     ;;
   *) fail "unknown mode $mode" ;;
 esac

@@ -246,6 +246,12 @@ TEST(Catalog, SetOverridesAnyFieldWithTypedValues) {
   EXPECT_EQ(c.network.ib_hcas, std::vector<std::string>{"mlx5_0"});
 }
 
+// `--set slurm.time=00:30:00` is what a user types; TOML reads it as a local time, not a string.
+TEST(Catalog, ATimeLimitWithoutQuotesIsItsText) {
+  EXPECT_EQ(test::cluster("a100x8", {{"slurm.time", "00:30:00"}}).slurm.time, "00:30:00");
+  EXPECT_EQ(test::cluster("a100x8", {{"slurm.time", "\"2-00:00:00\""}}).slurm.time, "2-00:00:00");
+}
+
 TEST(Catalog, BadSetOverridesAreOneLineErrors) {
   auto bad_type = load_cluster(shipped(), "a100x8", {{"nodes", "many"}});
   ASSERT_FALSE(bad_type.ok());

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "grpo/supervise/event_log.h"
+#include "grpo/supervise/monitor.h"
 #include "grpo/supervise/restart_policy.h"
 #include "grpo/supervise/run_view.h"
 #include "grpo/supervise/state_machine.h"
@@ -153,6 +154,29 @@ TEST(RestartPolicy, FatalErrorsAreNotRetried) {
   ASSERT_TRUE(std::holds_alternative<GiveUp>(d));
   EXPECT_EQ(std::get<GiveUp>(d).exit_code, kExitFatal);
   EXPECT_EQ(decision_kind(d), "give_up");
+}
+
+// A full file system is not retried: a restart would fail the same way until someone frees
+// space. No budget is spent (nothing was wrong with the training), whatever budget is left.
+TEST(RestartPolicy, DiskFullGivesUpWithoutSpendingTheBudget) {
+  const auto d = decide(DiskFull{0, "cannot write x: No space left on device"}, failed(0),
+                        Budget{}, {});
+  ASSERT_TRUE(std::holds_alternative<GiveUp>(d));
+  EXPECT_EQ(std::get<GiveUp>(d).exit_code, kExitDiskFull);
+  EXPECT_EQ(failure_class(Failure{DiskFull{}}), "disk_full");
+  EXPECT_NE(std::get<GiveUp>(d).reason.find("No space left on device"), std::string::npos);
+}
+
+// The trainer's IO_ERROR says whether the write failed for lack of space (docs/telemetry.md).
+TEST(Classify, IoErrorWithNoSpaceIsDiskFullOtherwiseACrash) {
+  const auto full = failure_from_event(
+      0, json{{"type", "IO_ERROR"}, {"message", "checkpoint failed"}, {"no_space", true}});
+  ASSERT_TRUE(full);
+  EXPECT_EQ(failure_class(*full), "disk_full");
+  const auto other = failure_from_event(
+      1, json{{"type", "IO_ERROR"}, {"message", "permission denied"}, {"no_space", false}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(failure_class(*other), "crash");
 }
 
 json event(std::int64_t seq, double time, const std::string& type, json fields = json::object()) {

@@ -21,7 +21,8 @@ using core::make_error;
 namespace {
 
 core::Error io_error(const std::string& what, const fs::path& path, int err) {
-  return make_error(ErrorKind::kIo, what + " " + path.string() + ": " + std::strerror(err));
+  return make_error(err == ENOSPC || err == EDQUOT ? ErrorKind::kNoSpace : ErrorKind::kIo,
+                    what + " " + path.string() + ": " + std::strerror(err));
 }
 
 std::optional<std::int64_t> step_of(const std::string& name) {

@@ -196,32 +196,39 @@ void Checkpointer::drain() {
 core::Status Checkpointer::wait() {
   if (!pending_) return core::ok_status();
   pending_ = false;
-  at::Tensor status = at::zeros({1}, at::kLong);
-  std::string message;
+  core::Status st = core::ok_status();
   if (ctx_.rank == 0) {
     // A long write must not look like a hang: heartbeats while waiting.
     while (outcome_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
       ctx_.tel.maybe_heartbeat(pending_step_, ctx_.phase);
     }
     drain();
-    const core::Status st = outcome_.get();
+    st = outcome_.get();
     last_write_s_ = *write_s_;
-    if (!st.ok()) {
-      status[0] = 1;
-      message = st.error().message;
-    }
   }
+  return share_outcome(st, "checkpoint of step " + std::to_string(pending_step_) + " failed: ");
+}
+
+core::Status Checkpointer::share_outcome(const core::Status& written, const std::string& what) {
+  // 0 written, 1 failed, 2 failed for lack of space (the supervisor stops instead of retrying).
+  at::Tensor status = at::zeros({1}, at::kLong);
+  if (!written.ok()) status[0] = written.error().kind == ErrorKind::kNoSpace ? 2 : 1;
   GRPO_TRY_STATUS(ctx_.comm->broadcast(status, 0));
-  if (status.item<std::int64_t>() != 0) {
-    return make_error(ErrorKind::kIo, ctx_.rank == 0
-                                          ? "checkpoint of step " + std::to_string(pending_step_) +
-                                                " failed: " + message
-                                          : "rank 0 failed to checkpoint");
-  }
-  return core::ok_status();
+  const std::int64_t failed = status.item<std::int64_t>();
+  if (failed == 0) return core::ok_status();
+  const ErrorKind kind = failed == 2 ? ErrorKind::kNoSpace : ErrorKind::kIo;
+  if (ctx_.rank == 0) return make_error(kind, what + written.error().message);
+  return make_error(kind, std::string("rank 0 failed to checkpoint") +
+                              (failed == 2 ? ": no space left" : ""));
 }
 
 core::Result<fs::path> Checkpointer::write(StagedCheckpoint& c) {
+  auto r = write_files(c);
+  if (!r.ok()) store_.remove_temporaries();
+  return r;
+}
+
+core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   const auto tw = std::chrono::steady_clock::now();
   const std::int64_t s = c.step;
   GRPO_TRY(CheckpointWriter w, store_.begin(s));
@@ -375,23 +382,17 @@ core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const st
     }
     return seconds_since(t0);
   }
-  at::Tensor status = at::zeros({1}, at::kLong);
-  std::string message;
+  core::Status written = core::ok_status();
   if (rank == 0) {
     auto result = write(*c);
     if (result.ok()) {
       last_write_s_ = c->write_s;
     } else {
-      status[0] = 1;
-      message = result.error().message;
+      written = result.error();
     }
   }
   c.reset();
-  GRPO_TRY_STATUS(ctx_.comm->broadcast(status, 0));
-  if (status.item<std::int64_t>() != 0) {
-    return make_error(ErrorKind::kIo,
-                      rank == 0 ? "checkpoint failed: " + message : "rank 0 failed to checkpoint");
-  }
+  GRPO_TRY_STATUS(share_outcome(written, "checkpoint failed: "));
   return seconds_since(t0);
 }
 

@@ -66,7 +66,12 @@ class Checkpointer {
  private:
   core::Status broadcast_bytes(std::string& bytes, int root);
   // Rank 0: serializes, hashes, writes and commits `staged`, emits checkpoint_saved.
+  // Writes and commits; on failure nothing of it is left behind (its temporary directory is
+  // removed, so a full disk is not kept full by a half-written checkpoint).
   core::Result<std::filesystem::path> write(StagedCheckpoint& staged);
+  core::Result<std::filesystem::path> write_files(StagedCheckpoint& staged);
+  // Rank 0's outcome of a write, on every rank (a collective); `what` prefixes rank 0's error.
+  core::Status share_outcome(const core::Status& written, const std::string& what);
 
   RunContext& ctx_;
   CheckpointStore store_;

@@ -20,6 +20,7 @@ int exit_code_for(const core::Error& e) {
     case ErrorKind::kUnavailable:
       return kExitComm;
     case ErrorKind::kIo:
+    case ErrorKind::kNoSpace:
       return kExitIo;
     case ErrorKind::kParse:
     case ErrorKind::kInvalidValue:

@@ -130,7 +130,8 @@ int TrainingRun::fail(const core::Error& e) {
   ctx_.tel.emit(name, {{"step", state_.step + 1},
                        {"phase", ctx_.phase},
                        {"message", e.message},
-                       {"exit_code", code}});
+                       {"exit_code", code},
+                       {"no_space", e.kind == core::ErrorKind::kNoSpace}});
   return code;
 }
 

@@ -230,7 +230,7 @@ Result<ClusterProfile> cluster_from_toml(const TomlValue& doc, std::string sourc
     GRPO_TRY_STATUS(s.read("constraint", p.slurm.constraint));
     GRPO_TRY_STATUS(s.read("mem", p.slurm.mem));
     GRPO_TRY_STATUS(s.read("extra_args", p.slurm.extra_args));
-    GRPO_TRY_STATUS(s.read_int("signal_lead_seconds", p.slurm.signal_lead_seconds, 1, 86400));
+    GRPO_TRY_STATUS(s.read_int("signal_lead_seconds", p.slurm.signal_lead_seconds, 0, 86400));
     GRPO_TRY_STATUS(s.finish());
   }
   GRPO_TRY(const TomlValue* grpo, r.table("grpo"));

@@ -30,6 +30,8 @@ std::string_view to_string(ErrorKind kind) {
       return "cycle";
     case ErrorKind::kIo:
       return "i/o error";
+    case ErrorKind::kNoSpace:
+      return "no space left";
     case ErrorKind::kUnavailable:
       return "unavailable";
     case ErrorKind::kRejected:

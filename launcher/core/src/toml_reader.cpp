@@ -182,6 +182,16 @@ Error TableReader::wrong_type(std::string_view key, std::string_view expected) c
 
 Status TableReader::read(std::string_view key, std::string& out, bool required) {
   GRPO_READ_PROLOGUE(key, required)
+  // A bare `00:30:00` (`time = 00:30:00`, `--set slurm.time=00:30:00`) is a TOML local time:
+  // read it as the text the user wrote (HH:MM:SS; a time limit is never fractional).
+  if (v->is_local_time()) {
+    const toml::local_time& t = v->as_local_time();
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%02d:%02d:%02d", static_cast<int>(t.hour),
+                  static_cast<int>(t.minute), static_cast<int>(t.second));
+    out = buf;
+    return ok_status();
+  }
   if (!v->is_string()) return wrong_type(key, "a string");
   out = v->as_string().str;
   return ok_status();

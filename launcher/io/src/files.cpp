@@ -19,7 +19,9 @@ using core::make_error;
 namespace {
 
 core::Error errno_error(const std::string& what, const fs::path& path) {
-  return make_error(ErrorKind::kIo, what + " " + path.string() + ": " + std::strerror(errno));
+  const int err = errno;
+  return make_error(err == ENOSPC || err == EDQUOT ? ErrorKind::kNoSpace : ErrorKind::kIo,
+                    what + " " + path.string() + ": " + std::strerror(err));
 }
 
 std::string random_suffix() {

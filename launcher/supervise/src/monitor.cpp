@@ -315,7 +315,10 @@ std::optional<Failure> failure_from_event(int rank, const json& e) {
     return Failure{o};
   }
   if (type == "COMM_ERROR") return Failure{CommFailure{rank, message}};
-  if (type == "IO_ERROR") return Failure{RankCrash{rank, 3, 0, "I/O error: " + message}};
+  if (type == "IO_ERROR") {
+    if (get<bool>(e, "no_space").value_or(false)) return Failure{DiskFull{rank, message}};
+    return Failure{RankCrash{rank, 3, 0, "I/O error: " + message}};
+  }
   if (type == "ERROR") return Failure{RankCrash{rank, 1, 0, message}};
   if (type == "error") {
     const std::string code = get<std::string>(e, "code").value_or("");
@@ -393,7 +396,8 @@ std::optional<Failure> failure_from_note(const RunnerNote& note) {
 
 int failure_priority(const Failure& f) {
   return std::visit(
-      Overloaded{[](const FatalError&) { return 6; }, [](const Preemption&) { return 5; },
+      Overloaded{[](const FatalError&) { return 6; }, [](const DiskFull&) { return 6; },
+                 [](const Preemption&) { return 5; },
                  [](const NodeLoss&) { return 4; }, [](const OutOfMemory&) { return 3; },
                  [](const Hang&) { return 2; }, [](const RankCrash&) { return 1; },
                  [](const Incomplete&) { return 1; }, [](const CommFailure&) { return 0; }},

@@ -119,6 +119,11 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
           [&](const CommFailure& f) -> Decision {
             return spend(history, budget, ctx, describe(Failure{f}));
           },
+          [&](const DiskFull& f) -> Decision {
+            return GiveUp{kExitDiskFull, describe(Failure{f}) +
+                                             "; free space, then continue the run (the newest "
+                                             "good checkpoint is kept)"};
+          },
           [&](const Incomplete& f) -> Decision {
             // The trainer resumes from its checkpoint and may finish: a restart that spends the
             // budget; one that keeps ending short without a new checkpoint stops as no progress.
@@ -143,7 +148,8 @@ std::string_view failure_class(const Failure& f) {
                                [](const NodeLoss&) { return std::string_view("node_loss"); },
                                [](const Preemption&) { return std::string_view("preemption"); },
                                [](const FatalError&) { return std::string_view("fatal"); },
-                               [](const Incomplete&) { return std::string_view("incomplete"); }},
+                               [](const Incomplete&) { return std::string_view("incomplete"); },
+                               [](const DiskFull&) { return std::string_view("disk_full"); }},
                     f);
 }
 
@@ -190,6 +196,11 @@ std::string describe(const Failure& f) {
             return "fatal error (exit " + std::to_string(e.exit_code) + "): " + e.message;
           },
           [](const Incomplete& i) { return "training not finished: " + i.message; },
+          [](const DiskFull& d) {
+            return "the run directory's file system is full" +
+                   (d.rank >= 0 ? " (rank " + std::to_string(d.rank) + ")" : std::string()) +
+                   (d.message.empty() ? "" : ": " + d.message);
+          },
       },
       f);
 }

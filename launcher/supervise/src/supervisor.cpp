@@ -270,6 +270,10 @@ json failure_fields(const Failure& f) {
                    j["exit_code"] = e.exit_code;
                    j["message"] = e.message;
                  },
+                 [&](const DiskFull& d) {
+                   j["rank"] = d.rank;
+                   j["message"] = d.message;
+                 },
                  [&](const Incomplete& i) {
                    j["step"] = i.step;
                    j["total_steps"] = i.total_steps;

@@ -10,6 +10,18 @@ namespace grpo::supervise {
 
 using nlohmann::json;
 
+namespace {
+
+// Too little space in the run directory: the free-space check, or a write that failed with
+// ENOSPC / EDQUOT (strerror's words: the probe reports the text).
+bool storage_finding(const HealthFinding& f) {
+  return f.check == "disk" ||
+         (f.check == "run_dir" && (f.detail.find("No space left on device") != std::string::npos ||
+                                   f.detail.find("Disk quota exceeded") != std::string::npos));
+}
+
+}  // namespace
+
 core::Result<int> Supervisor::give_up_before_attempt(int number, const std::string& reason,
                                                      int code) {
   GRPO_TRY_STATUS(transition(Trigger::kFailure, reason));
@@ -46,6 +58,12 @@ core::Result<std::variant<int, bool>> Supervisor::check_nodes(
     GRPO_TRY_STATUS(warn("health_check", "no node answered the health check; starting anyway"));
     return std::variant<int, bool>{false};
   }
+  // The run directory is shared: when it is full on every node, excluding nodes cannot help.
+  const bool storage = std::all_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
+    return std::any_of(found->begin(), found->end(), [&](const HealthFinding& f) {
+      return f.node == n && storage_finding(f);
+    });
+  });
   std::vector<std::string> bad;
   for (const HealthFinding& f : *found) {
     spdlog::warn("node {} is unhealthy: {}: {}", f.node, f.check, f.detail);
@@ -53,10 +71,20 @@ core::Result<std::variant<int, bool>> Supervisor::check_nodes(
                                                 {"check", f.check},
                                                 {"detail", f.detail},
                                                 {"attempt", number},
-                                                {"excluded", slurm}}));
+                                                {"excluded", slurm && !storage}}));
     if (std::find(bad.begin(), bad.end(), f.node) == bad.end()) bad.push_back(f.node);
   }
   if (bad.empty()) return std::variant<int, bool>{false};
+  if (storage) {
+    const auto f = std::find_if(found->begin(), found->end(), storage_finding);
+    GRPO_TRY(const int code,
+             give_up_before_attempt(number,
+                                    describe(Failure{DiskFull{-1, f->check + ": " + f->detail}}) +
+                                        "; free space, then continue the run (the newest good "
+                                        "checkpoint is kept)",
+                                    kExitDiskFull));
+    return std::variant<int, bool>{code};
+  }
   const HealthFinding& first = found->front();
   const std::string why =
       "node " + first.node + " is unhealthy (" + first.check + ": " + first.detail + ")";

@@ -33,6 +33,7 @@ enum class ErrorKind {
   kNotFound,      // a named profile, model, template or file does not exist
   kCycle,         // a cyclic `extends` chain
   kIo,            // reading or writing a file failed
+  kNoSpace,       // a write failed for lack of space (ENOSPC, EDQUOT): the file system is full
   kUnavailable,   // an external service (Slurm) cannot be reached
   kRejected,      // an external service refused the request (sbatch error)
   kInfeasible,    // no plan satisfies the constraints

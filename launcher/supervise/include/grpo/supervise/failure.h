@@ -69,10 +69,18 @@ struct Incomplete {
   std::string message;  // what fell short
 };
 
-using Failure = std::variant<RankCrash, Hang, OutOfMemory, CommFailure, NodeLoss, Preemption,
-                             FatalError, Incomplete>;
+// The run directory's file system is full: a checkpoint could not be written for lack of space
+// (the trainer's IO_ERROR with `no_space`), or the health step found too little space on every
+// node. A restart cannot help until someone frees space.
+struct DiskFull {
+  int rank = -1;  // the rank that failed to write; -1: the health step
+  std::string message;
+};
 
-// "crash", "hang", "oom", "comm", "node_loss", "preemption", "fatal", "incomplete".
+using Failure = std::variant<RankCrash, Hang, OutOfMemory, CommFailure, NodeLoss, Preemption,
+                             FatalError, Incomplete, DiskFull>;
+
+// "crash", "hang", "oom", "comm", "node_loss", "preemption", "fatal", "incomplete", "disk_full".
 std::string_view failure_class(const Failure& f);
 // One line for people.
 std::string describe(const Failure& f);
