@@ -27,6 +27,7 @@ enum SupervisorExit : int {
   kExitFatal = 82,            // a deterministic error (configuration); retrying cannot help
   kExitOomUnremediable = 83,  // out of memory with nothing left to shrink
   kExitNodesLost = 84,        // a node was lost, too few are left and no requeue (outside Slurm)
+  kExitExportFailed = 85,     // training succeeded but the --export-hf export could not be written
   kExitInterrupted = 130,     // stopped by the user (SIGINT / SIGTERM outside Slurm)
 };
 
