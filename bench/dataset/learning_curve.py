@@ -3,11 +3,13 @@
 with the real tokenizer (scripts/make-tiny-qwen.py) trained by `grpo-launch run -p local-cpu` on
 tests/data/gsm8k-style, SFT warm-start then GRPO, validated every few steps. Prints and writes
 (OUT_DIR/curve.csv) the validation reward (verl's gsm8k score, greedy decoding, mean over the
-validation records) against the step, and the memory and tokens/s the trainer reported, for
-`kernels` fused and reference. Not run by the tests: minutes to hours on 2 cores.
+validation records) against the step, with the train reward, the wall time since the start,
+and the memory and tokens/s the trainer reported, for each `kernels` setting asked for. Not run
+by the tests: tens of minutes on 2 cores (bench/dataset/RESULTS.md has the command and curve).
 
-  bench/dataset/learning_curve.py BUILD_DIR OUT_DIR [--sft 200] [--grpo 100] [--hidden 64]
-                                  [--kernels fused,reference] [--test-freq 10]
+  bench/dataset/learning_curve.py BUILD_DIR OUT_DIR [--sft 60] [--grpo 10] [--hidden 64]
+      [--kernels fused] [--test-freq 10] [--ranks 1] [--threads 2] [--sft-batch 16]
+      [--sft-lr 5e-3] [--lr 1e-4] [--train-batch 8] [--n 4] [--val-size 32]
 """
 import argparse
 import csv
@@ -29,31 +31,40 @@ def run_one(build, out, kernels, a):
     data = ROOT / "tests/data/gsm8k-style"
     sets = {
         "data.train_files": str(data / "train.jsonl"), "data.val_files": str(data / "test.jsonl"),
-        "data.max_prompt_length": 64, "data.max_response_length": 56, "data.val_size": 64,
-        "data.train_batch_size": 8, "actor_rollout_ref.actor.ppo_mini_batch_size": 8,
-        "actor_rollout_ref.rollout.n": 4, "trainer.sft_warmup_steps": a.sft,
-        "trainer.total_training_steps": a.grpo, "trainer.sft_batch_size": 16,
-        "trainer.sft_lr": 3e-3, "actor_rollout_ref.actor.optim.lr": 1e-4,
+        "data.max_prompt_length": 64, "data.max_response_length": 56,
+        "data.val_size": a.val_size, "data.train_batch_size": a.train_batch,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": a.train_batch,
+        "actor_rollout_ref.rollout.n": a.n, "trainer.sft_warmup_steps": a.sft,
+        "trainer.total_training_steps": a.grpo, "trainer.sft_batch_size": a.sft_batch,
+        "trainer.sft_lr": a.sft_lr, "actor_rollout_ref.actor.optim.lr": a.lr,
         "trainer.test_freq": a.test_freq, "trainer.save_freq": -1, "kernels": kernels,
+        "trainer.threads": a.threads,
     }
+    # --hang-timeout: the floor of the calibrated hang limits; on a shared machine a phase may
+    # take many times longer than when it was calibrated (docs/supervisor.md "Hang timeout").
     cmd = [str(build / "bin/grpo-launch"), "run", "-p", "local-cpu", "--model", str(model),
-           "--run-dir", str(run)]
+           "--run-dir", str(run), "--set", f"gpus_per_node={a.ranks}",
+           "--hang-timeout", str(a.hang_timeout)]
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
     env = dict(os.environ, PATH=f"{build / 'bin'}:{os.environ.get('PATH', '')}")
+    print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, env=env)
     events = [json.loads(l) for l in open(run / "events.jsonl") if l.strip()]
+    start = events[0]["time"]
     rows = []
     for e in events:
-        if e.get("type") == "step" and e.get("rank", 0) == 0:
+        if e.get("source") != "trainer" or e.get("rank", 0) != 0:
+            continue
+        if e.get("type") == "step":
             rows.append({"kernels": kernels, "step": e["step"],
-                         "phase": e.get("phase"),
+                         "phase": e.get("phase"), "wall_s": round(e["time"] - start, 1),
                          "sft_loss": e.get("sft_loss"), "reward_mean": e.get("reward_mean"),
                          "val_reward": e.get("val_reward"), "tokens_per_s": e.get("tokens_per_s"),
                          "peak_rss_mib": e.get("peak_rss_mib")})
         elif e.get("type") == "validation":
             rows.append({"kernels": kernels, "step": e.get("step"), "phase": "validation",
-                         "val_reward": e.get("val_reward")})
+                         "wall_s": round(e["time"] - start, 1), "val_reward": e.get("val_reward")})
     return rows
 
 
@@ -61,27 +72,40 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("out")
-    ap.add_argument("--sft", type=int, default=200)
-    ap.add_argument("--grpo", type=int, default=100)
+    ap.add_argument("--sft", type=int, default=60)
+    ap.add_argument("--grpo", type=int, default=10)
     ap.add_argument("--hidden", type=int, default=64)
-    ap.add_argument("--kernels", default="fused,reference")
+    ap.add_argument("--kernels", default="fused")
     ap.add_argument("--test-freq", type=int, default=10)
+    ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sft-batch", type=int, default=16)
+    ap.add_argument("--sft-lr", type=float, default=5e-3)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--train-batch", type=int, default=8)
+    ap.add_argument("--n", type=int, default=4)
+    ap.add_argument("--val-size", type=int, default=32)
+    ap.add_argument("--hang-timeout", type=float, default=900)
     a = ap.parse_args()
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for k in a.kernels.split(","):
         rows += run_one(Path(a.build).resolve(), out, k, a)
-    keys = ["kernels", "step", "phase", "sft_loss", "reward_mean", "val_reward", "tokens_per_s",
-            "peak_rss_mib"]
+    keys = ["kernels", "step", "phase", "wall_s", "sft_loss", "reward_mean", "val_reward",
+            "tokens_per_s", "peak_rss_mib"]
     with open(out / "curve.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k) for k in keys})
+    print("| kernels | step | phase | wall s | SFT loss | train reward | val reward |")
+    print("|---|---|---|---|---|---|---|")
+    fmt = lambda v, f: "" if v is None else format(v, f)
     for r in rows:
-        if r.get("val_reward") is not None:
-            print(f"{r['kernels']:9s} step {r['step']:4d} val_reward {r['val_reward']:.4f}")
+        print(f"| {r['kernels']} | {r['step']} | {r['phase']} | {fmt(r.get('wall_s'), '.0f')} | "
+              f"{fmt(r.get('sft_loss'), '.3f')} | {fmt(r.get('reward_mean'), '.3f')} | "
+              f"{fmt(r.get('val_reward'), '.3f')} |")
     return 0
 
 

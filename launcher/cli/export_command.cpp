@@ -209,8 +209,9 @@ struct TempDir {
   }
 };
 
-// Does the export; returns the summary line for stdout.
-core::Result<std::string> export_run(const GlobalArgs& global, const ExportArgs& args) {
+}  // namespace
+
+core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const ExportArgs& args) {
   GRPO_TRY(const core::TensorDtype dtype, core::parse_export_dtype(args.dtype));
   GRPO_TRY(const std::uint64_t max_shard, core::parse_shard_size(args.max_shard_size));
   const fs::path out_dir = fs::path(args.output).lexically_normal();
@@ -310,18 +311,16 @@ core::Result<std::string> export_run(const GlobalArgs& global, const ExportArgs&
        << ": " << params.size() << " tensors, "
        << core::format_count(static_cast<double>(plan.total_size)) << "B in " << plan.files.size()
        << (plan.files.size() == 1 ? " file" : " shards") << "\n";
-  return line.str();
+  return ExportDone{ckpt.step, line.str()};
 }
 
-}  // namespace
-
 int cmd_export(const GlobalArgs& global, const ExportArgs& args) {
-  auto summary = export_run(global, args);
-  if (!summary.ok()) {
-    print_error(summary.error().str());
-    return exit_code_for(summary.error());
+  auto done = export_checkpoint(global, args);
+  if (!done.ok()) {
+    print_error(done.error().str());
+    return exit_code_for(done.error());
   }
-  std::cout << *summary;
+  std::cout << done->summary;
   return kExitOk;
 }
 

@@ -180,6 +180,11 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
               ": trainer settings and faults apply to the embedded grpo-trainer, "
               "not to --trainer-cmd");
     }
+    if (args.supervisor.export_hf) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "--export-hf exports grpo-trainer's checkpoints; --trainer-cmd programs "
+                        "write their own");
+    }
     auto argv = core::split_command_line(args.trainer_cmd);
     if (!argv.ok()) {
       return make_error(argv.error().kind, "--trainer-cmd: " + argv.error().message);
@@ -286,6 +291,7 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
   }
   c.stop_grace_s = f.stop_grace_s;
   c.health_check = f.health_check;
+  c.export_hf = f.export_hf && embedded;
   c.health_gpus = plan.cluster.device.vendor == core::DeviceVendor::kNvidia;
   c.mtbf_prior_s = plan.cluster.node_mtbf_hours * 3600.0 / std::max(1, plan.rank_map.nodes);
   if (embedded) {

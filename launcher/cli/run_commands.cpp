@@ -200,6 +200,11 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
     if (s.reward) j["reward"] = *s.reward;
     if (s.val_reward) j["val_reward"] = *s.val_reward;
     if (s.tokens_per_s) j["tokens_per_s"] = *s.tokens_per_s;
+    if (const auto& h = s.hf_export) {
+      j["hf_export"] = {{"ok", h->ok}, {"path", h->path}, {"seconds", h->seconds}};
+      if (h->ok) j["hf_export"]["step"] = h->step;
+      if (!h->ok) j["hf_export"]["message"] = h->message;
+    }
     nlohmann::json attempts = nlohmann::json::array();
     for (const auto& a : s.history.attempts) {
       attempts.push_back(

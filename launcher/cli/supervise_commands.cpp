@@ -142,6 +142,17 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   o.ranks_per_node = r.spec.ranks_per_node;
   o.exclude = r.spec.exclude;
   o.config = r.config;
+  if (r.config.export_hf) {
+    // --export-hf: `grpo-launch export RUN_DIR -o RUN_DIR/hf` once training succeeded.
+    o.export_hf = [&global](const fs::path& dir,
+                            const fs::path& out) -> core::Result<std::int64_t> {
+      ExportArgs e;
+      e.run_dir = dir.string();
+      e.output = out.string();
+      GRPO_TRY(const ExportDone done, export_checkpoint(global, e));
+      return done.step;
+    };
+  }
   supervise::SystemClock clock;
   // A verl run (submit --engine verl, docs/verl.md): one process per attempt, verl-attempt.sh on
   // this host (the Ray head), which starts Ray on the allocation itself.

@@ -207,10 +207,10 @@ int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
                 std::string(submit ? "submit" : "render") + " --engine verl SCRIPT");
     return kExitUsage;
   }
-  if (!args.trainer_cmd.empty() || !args.faults.empty()) {
+  if (!args.trainer_cmd.empty() || !args.faults.empty() || args.supervisor.export_hf) {
     print_error(
-        "--engine verl runs the script's verl command: --trainer-cmd and --fault do not "
-        "apply");
+        "--engine verl runs the script's verl command: --trainer-cmd, --fault and --export-hf "
+        "do not apply");
     return kExitUsage;
   }
   core::CheckReport report;

@@ -6,6 +6,7 @@
 # verl's 0/1 gsm8k scores), validation ran, and the log names the dataset. Then the read position
 # across a resume (grpo-trainer on 1 rank): a run stopped after step 3 and resumed ends with the
 # data cursor and the weights (SHA-256) of the uninterrupted run: no batch repeated or skipped.
+# The run has --export-hf: its final checkpoint is exported into <run_dir>/hf (hf_exported).
 #   dataset_run_test.sh GRPO_LAUNCH GRPO_TRAINER SOURCE_DIR
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -19,7 +20,7 @@ unset SLURM_JOB_ID
 data=$src/tests/data/gsm8k-style
 run=$TEST_TMP/run
 "$launch" --log-level info run --profile local-cpu --model "$TEST_TMP/model" --run-dir "$run" \
-  --set "data.train_files=[$data/train.jsonl]" --set "data.val_files=$data/test.jsonl" \
+  --export-hf --set "data.train_files=[$data/train.jsonl]" --set "data.val_files=$data/test.jsonl" \
   --set data.max_prompt_length=96 --set data.max_response_length=24 \
   --set trainer.sft_warmup_steps=2 --set trainer.total_training_steps=2 \
   --set trainer.sft_batch_size=4 --set data.train_batch_size=2 \
@@ -45,6 +46,25 @@ for e in steps[2:]:
 assert any("val_reward" in e for e in events), "no validation"
 print("steps", [e["step"] for e in steps], "rewards", [e["reward_mean"] for e in steps[2:]])
 PY
+# --export-hf: the final checkpoint (step 4) as a Hugging Face directory in $run/hf, before
+# run_finished, and in status; grpo-trainer loads it (its forward pass runs).
+python3 - "$run" <<'PY' || fail "export at the end"
+import json, os, sys
+run = sys.argv[1]
+events = [json.loads(l) for l in open(os.path.join(run, "events.jsonl")) if l.strip()]
+types = [e["type"] for e in events if e.get("source") != "trainer"]
+assert types[-2:] == ["hf_exported", "run_finished"], types[-4:]
+e = next(e for e in events if e["type"] == "hf_exported")
+assert e["path"] == os.path.join(run, "hf") and e["step"] == 4 and e["seconds"] >= 0, e
+assert events[-1]["exit_code"] == 0, events[-1]
+names = sorted(os.listdir(os.path.join(run, "hf")))
+for f in ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+          "tokenizer_config.json"):
+    assert f in names, names
+print("hf_exported", e["path"], "step", e["step"], names)
+PY
+"$launch" status "$run" | grep -q "^hf export  $run/hf (step 4, " || fail "status has no hf export line"
+"$trainer" forward --model "$run/hf" --ids 1,2,3 >/dev/null || fail "the export does not load"
 grep -rq "dataset (320 train, 4 validation records)" "$run/logs" ||
   fail "the log does not name the dataset: $(grep -rh 'task' "$run/logs" | head -3)"
 # Resume: uninterrupted 2 SFT + 3 GRPO steps vs. 2 + 1, then the same run dir continued to 2 + 3.

@@ -421,7 +421,8 @@ def check_train_one_rank(trainer, work):
     run = subprocess.run([trainer, "--model", str(d), "--run-dir", str(d.parent / "run"),
                           "--resume", "none", "--log-level", "info"] + TRAIN_SETTINGS,
                          capture_output=True, text=True)
-    loaded = f"loaded {n} tensors from the Hugging Face checkpoint" in run.stderr
+    # One rank holds (and reads) every tensor (hf_weights.cpp's log line).
+    loaded = f"rank 0: loaded {n} of {n} tensors from the Hugging Face checkpoint" in run.stderr
     events = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
     steps = sum(1 for e in events if e.get("type") == "step")
     ok = run.returncode == 0 and loaded and steps == 5  # 2 SFT + 3 GRPO steps

@@ -157,6 +157,15 @@ core::Status apply_event(RunSummary& s, const json& e) {
     ++s.straggler_events;
   } else if (type == ev::kWarning) {
     s.last_notable = "warning: " + field_or<std::string>(e, "message", "");
+  } else if (type == ev::kHfExported || type == ev::kHfExportFailed) {
+    HfExportRecord r;
+    r.ok = type == ev::kHfExported;
+    GRPO_TRY(r.path, field<std::string>(e, "path"));
+    r.step = field_or<std::int64_t>(e, "step", -1);
+    r.seconds = field_or<double>(e, "seconds", 0.0);
+    r.message = field_or<std::string>(e, "message", "");
+    if (!r.ok) s.last_notable = "Hugging Face export failed: " + r.message;
+    s.hf_export = std::move(r);
   } else if (type == ev::kRunFinished) {
     GRPO_TRY(const int code, field<int>(e, "exit_code"));
     s.exit_code = code;

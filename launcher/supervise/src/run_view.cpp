@@ -146,6 +146,13 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
          (s.latest_checkpoint_step >= 0 ? "step " + std::to_string(s.latest_checkpoint_step)
                                         : std::string("none yet")) +
          "\n";
+  if (const auto& h = s.hf_export) {
+    out +=
+        "hf export  " +
+        (h->ok ? h->path + " (step " + std::to_string(h->step) + ", " + fixed(h->seconds, 1) + " s)"
+               : "failed: " + h->message) +
+        "\n";
+  }
   if (!s.excluded.empty()) {
     out += "excluded  ";
     for (const auto& n : s.excluded) out += " " + n;

@@ -77,6 +77,7 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["health_gpus"] = c.health_gpus;
   j["mtbf_prior_s"] = c.mtbf_prior_s;
   j["step_event_ranks"] = c.step_event_ranks;
+  j["export_hf"] = c.export_hf;
   return j;
 }
 
@@ -151,6 +152,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.health_gpus = j.value("health_gpus", c.health_gpus);
     c.mtbf_prior_s = j.value("mtbf_prior_s", c.mtbf_prior_s);
     c.step_event_ranks = j.value("step_event_ranks", c.step_event_ranks);
+    c.export_hf = j.value("export_hf", c.export_hf);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -868,6 +870,8 @@ core::Result<int> Supervisor::run() {
     spdlog::info("the run already finished successfully; nothing to do");
     return kExitSucceeded;
   }
+  // Stopped between training's end and run_finished (during the HF export): finish that.
+  if (summary_.state == RunState::kSucceeded) return finish_succeeded();
   if (open_attempt_ > 0) {
     GRPO_TRY_STATUS(record(ev::kAttemptEnded, {{"attempt", open_attempt_},
                                                {"outcome", "abandoned"},
@@ -949,10 +953,7 @@ core::Result<int> Supervisor::run() {
           record(ev::kAttemptEnded,
                  {{"attempt", number}, {"outcome", "succeeded"}, {"duration_s", duration}}));
       GRPO_TRY_STATUS(transition(Trigger::kCompleted, "training finished"));
-      GRPO_TRY_STATUS(record(ev::kRunFinished, {{"state", "succeeded"}, {"exit_code", 0}}));
-      tick(true);
-      d_.status.finish(summary_, d_.clock.wall());
-      return kExitSucceeded;
+      return finish_succeeded();
     }
 
     // The root cause.

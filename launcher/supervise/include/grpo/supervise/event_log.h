@@ -34,6 +34,8 @@ inline constexpr const char* kWarning = "warning";           // thresholds cross
 inline constexpr const char* kRunFinished = "run_finished";  // state, exit_code
 inline constexpr const char* kTimeoutsCalibrated = "timeouts_calibrated";  // phase limits learned
 inline constexpr const char* kNodeUnhealthy = "node_unhealthy";            // node, check, detail
+inline constexpr const char* kHfExported = "hf_exported";                  // path, step, seconds
+inline constexpr const char* kHfExportFailed = "hf_export_failed";         // path, message, seconds
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
 inline constexpr const char* kStep = "step";
@@ -47,6 +49,15 @@ inline constexpr const char* kStepRanks = "step_ranks";
 }  // namespace ev
 
 // What the log says about the run so far.
+// The Hugging Face export at the end of a run (hf_exported / hf_export_failed).
+struct HfExportRecord {
+  bool ok = false;
+  std::string path;
+  std::int64_t step = -1;  // the checkpoint exported (ok only)
+  double seconds = 0;
+  std::string message;  // why it failed
+};
+
 struct RunSummary {
   RunState state = RunState::kLaunching;
   bool started = false;               // a run_started event was seen
@@ -89,6 +100,7 @@ struct RunSummary {
   std::map<std::string, double> phase_timeouts;
   // Attempt -> the phase class its hang happened in (failure event's `phase`), for status.
   std::map<int, std::string> hang_phases;
+  std::optional<HfExportRecord> hf_export;  // the newest hf_exported / hf_export_failed
 };
 
 // Folds one event into the summary. Unknown event types are ignored (forward compatible);

@@ -28,6 +28,7 @@ enum SupervisorExit : int {
   kExitOomUnremediable = 83,  // out of memory with nothing left to shrink
   kExitNodesLost = 84,        // a node was lost, too few are left and no requeue (outside Slurm)
   kExitDiskFull = 85,         // the run directory's file system is full: no checkpoint fits
+  kExitExportFailed = 86,     // training succeeded but the --export-hf export could not be written
   kExitInterrupted = 130,     // stopped by the user (SIGINT / SIGTERM outside Slurm)
 };
 

@@ -74,6 +74,9 @@ struct SupervisorConfig {
   // Step events of ranks below this number go to the event log as they come; in a larger world
   // the others are folded into one `step_ranks` event per step (step_aggregate.h).
   int step_event_ranks = 16;
+  // After the run ends `succeeded`: write the Hugging Face export of its final checkpoint into
+  // <run_dir>/hf (SupervisorOptions::export_hf; `run`/`submit --export-hf`).
+  bool export_hf = false;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
@@ -100,6 +103,13 @@ struct SupervisorOptions {
   double poll_s = 0.1;            // longest wait for rank output between checks
   double metrics_interval_s = 5;  // metrics.prom rewrite period
   double end_time_check_s = 60;   // how often the job's end time is asked again
+  // Writes the Hugging Face export of the run directory's (first argument) newest checkpoint
+  // that verifies into the directory given second, atomically, and returns that checkpoint's
+  // step (`grpo-launch export`'s code, handed in by the CLI: grpo_supervise does not link it).
+  // Called once after a run ends `succeeded` when config.export_hf is set.
+  std::function<core::Result<std::int64_t>(const std::filesystem::path&,
+                                           const std::filesystem::path&)>
+      export_hf;
 };
 
 // Where the supervisor's progress goes besides the event log: the live progress line and
@@ -170,6 +180,9 @@ class Supervisor {
   core::Result<std::variant<int, bool>> check_nodes(int number,
                                                     const std::vector<std::string>& hosts);
   core::Result<int> give_up_before_attempt(int number, const std::string& reason, int code);
+  // The run is `succeeded`: the HF export when asked (supervisor_export.cpp), `run_finished`,
+  // the final status; returns 0, or 85 when the export failed.
+  core::Result<int> finish_succeeded();
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
