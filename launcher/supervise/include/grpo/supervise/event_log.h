@@ -34,6 +34,7 @@ inline constexpr const char* kWarning = "warning";           // thresholds cross
 inline constexpr const char* kRunFinished = "run_finished";  // state, exit_code
 inline constexpr const char* kTimeoutsCalibrated = "timeouts_calibrated";  // phase limits learned
 inline constexpr const char* kNodeUnhealthy = "node_unhealthy";            // node, check, detail
+inline constexpr const char* kHangReport = "hang_report";  // every rank's stack, grouped
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
 inline constexpr const char* kStep = "step";
@@ -89,6 +90,8 @@ struct RunSummary {
   std::map<std::string, double> phase_timeouts;
   // Attempt -> the phase class its hang happened in (failure event's `phase`), for status.
   std::map<int, std::string> hang_phases;
+  // The newest hang_report event (hang attribution), null when none.
+  nlohmann::json hang_report;
 };
 
 // Folds one event into the summary. Unknown event types are ignored (forward compatible);
