@@ -7,6 +7,7 @@
 #   MODE  reference   the uninterrupted run; writes REFERENCE_DIR/sha (a fixture of the others)
 #         kill9       rank 1 killed by SIGKILL at step 5 (fault sigkill)
 #         hang        rank 1 stops itself with SIGSTOP at step 5: detected within --hang-timeout + 1 s
+#                     (then killed stack_timeout_s later: a stopped rank sends no stack)
 #         phase       rank 1 hangs in the update phase of step 7 (fault hang): detected by the
 #                     update limit calibrated from steps 3-6, reported with its phase
 #         hangstack   4 ranks, rank 2 hangs in the update of step 7 (fault hang): before the kill
@@ -93,8 +94,12 @@ import json, sys
 ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
 stopped = next(e["trainer_time"] for e in ev if e["type"] == "fault_injected")
 f = next(e for e in ev if e["type"] == "failure")
-latency = f["time"] - stopped
-print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
+# Decided when the ranks were asked for their stacks (hang_report: time - waited_s); the
+# stopped rank cannot answer, so the kill follows stack_timeout_s (5 s) later.
+h = next(e for e in ev if e["type"] == "hang_report")
+latency = h["time"] - h["waited_s"] - stopped
+print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s; "
+      f"stacks: {h['summary']})")
 sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
 PY
     ;;
@@ -112,7 +117,8 @@ fault = next(e for e in ev if e["type"] == "fault_injected")
 f = next(e for e in ev if e["type"] == "failure")
 cal = [e for e in ev if e["type"] == "timeouts_calibrated" and e["seq"] < f["seq"]]
 limit = cal[-1]["limits"].get("update") if cal else None
-latency = f["time"] - fault["trainer_time"]
+h = next(e for e in ev if e["type"] == "hang_report")  # decided: its time - waited_s
+latency = h["time"] - h["waited_s"] - fault["trainer_time"]
 print(f"hang in {f.get('phase')} ({f.get('trainer_phase')}) detected {latency:.2f} s after the "
       f"fault; timeout {f['timeout_s']:.2f} s, calibrated update limit {limit}, "
       f"longest update silence {cal[-1]['longest_s'].get('update') if cal else None}")
