@@ -230,7 +230,7 @@ TEST(TrainerProcess, Sigusr2OnOneRankCheckpointsEveryRankAtTheSameStep) {
 // SIGUSR1 answers with one `stack` event (docs/telemetry.md) and training goes on. Rank 1 sleeps
 // in the hang fault (its telemetry muted) and still answers: its main thread is in
 // RunContext::fire_step_faults (trainer/src/run_context.cpp), which the fault runs in. Rank 0 waits
-// for it in a collective; its main thread is under run_trainer.
+// for it in a collective; its main thread is under run_trainer (when its 32 frames reach it).
 TEST(TrainerProcess, Sigusr1AnswersWithEveryThreadsStack) {
   const fs::path d = fresh_dir("usr1");
   auto pids =
@@ -261,7 +261,10 @@ TEST(TrainerProcess, Sigusr1AnswersWithEveryThreadsStack) {
     EXPECT_EQ(main["tid"], e["pid"]);
     ASSERT_FALSE(main["frames"].empty());
     EXPECT_LE(main["frames"].size(), 32u);
-    EXPECT_TRUE(has(main, "grpo::trainer::run_trainer")) << main.dump();
+    // Innermost 32 frames: a deep LibTorch wait may not reach run_trainer (then truncated).
+    if (!main["truncated"].get<bool>()) {
+      EXPECT_TRUE(has(main, "grpo::trainer::run_trainer")) << main.dump();
+    }
     EXPECT_FALSE(has(main, "on_capture")) << "the capture handler's own frame is dropped";
     std::size_t mains = 0;
     for (const auto& t : e["threads"]) mains += t["main"].get<bool>() ? 1 : 0;
