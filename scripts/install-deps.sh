@@ -47,6 +47,9 @@ packages=(
   libpcre2-dev libicu-dev
   # the trainer's checkpoint and weight checksums: SHA-256 from OpenSSL's libcrypto (EVP)
   libssl-dev
+  # every rank's stack on a hang (docs/supervisor.md, "Hang attribution"): elfutils' libdw
+  # symbolizes grpo-trainer's own stacks; eu-stack (elfutils) reads a --trainer-cmd rank's
+  libdw-dev elfutils
   # TensorBoard event files (launcher/tensorboard): protobuf (lite runtime, protoc at build time)
   # and ISA-L's CRC-32C (Debian 12 packages no other C/C++ CRC-32C library)
   libprotobuf-dev protobuf-compiler libisal-dev

@@ -219,6 +219,12 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
     }
     j["attempts"] = attempts;
     if (!s.phase_timeouts.empty()) j["phase_timeouts"] = s.phase_timeouts;
+    if (s.hang_report.is_object()) {
+      // The newest hang attribution (docs/events.md, hang_report), without the envelope.
+      nlohmann::json h = s.hang_report;
+      for (const char* k : {"schema", "seq", "time", "type"}) h.erase(k);
+      j["hang_report"] = h;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     if (!s.started)

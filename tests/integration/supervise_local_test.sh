@@ -7,8 +7,12 @@
 #   MODE  reference   the uninterrupted run; writes REFERENCE_DIR/sha (a fixture of the others)
 #         kill9       rank 1 killed by SIGKILL at step 5 (fault sigkill)
 #         hang        rank 1 stops itself with SIGSTOP at step 5: detected within --hang-timeout + 1 s
+#                     (then killed stack_timeout_s later: a stopped rank sends no stack)
 #         phase       rank 1 hangs in the update phase of step 7 (fault hang): detected by the
 #                     update limit calibrated from steps 3-6, reported with its phase
+#         hangstack   4 ranks, rank 2 hangs in the update of step 7 (fault hang): before the kill
+#                     every rank is asked for its stack (SIGUSR1); the hang_report names rank 2
+#                     as the odd one, ranks 0, 1, 3 share one stack; status and report show it
 #         health      --health-check that exits 1: exit 84 before any attempt, one clear line
 #         oom         OOM_ERROR at step 5: micro batch halved, then training completes
 #         torn        crash while writing the checkpoint of step 6: resumes from step 4
@@ -90,8 +94,12 @@ import json, sys
 ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
 stopped = next(e["trainer_time"] for e in ev if e["type"] == "fault_injected")
 f = next(e for e in ev if e["type"] == "failure")
-latency = f["time"] - stopped
-print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s)")
+# Decided when the ranks were asked for their stacks (hang_report: time - waited_s); the
+# stopped rank cannot answer, so the kill follows stack_timeout_s (5 s) later.
+h = next(e for e in ev if e["type"] == "hang_report")
+latency = h["time"] - h["waited_s"] - stopped
+print(f"hang detected {latency:.2f} s after SIGSTOP (timeout {f['timeout_s']} s, silent {f['silent_s']:.2f} s; "
+      f"stacks: {h['summary']})")
 sys.exit(0 if f["timeout_s"] == 3 and latency <= f["timeout_s"] + 1.0 else 1)
 PY
     ;;
@@ -109,7 +117,8 @@ fault = next(e for e in ev if e["type"] == "fault_injected")
 f = next(e for e in ev if e["type"] == "failure")
 cal = [e for e in ev if e["type"] == "timeouts_calibrated" and e["seq"] < f["seq"]]
 limit = cal[-1]["limits"].get("update") if cal else None
-latency = f["time"] - fault["trainer_time"]
+h = next(e for e in ev if e["type"] == "hang_report")  # decided: its time - waited_s
+latency = h["time"] - h["waited_s"] - fault["trainer_time"]
 print(f"hang in {f.get('phase')} ({f.get('trainer_phase')}) detected {latency:.2f} s after the "
       f"fault; timeout {f['timeout_s']:.2f} s, calibrated update limit {limit}, "
       f"longest update silence {cal[-1]['longest_s'].get('update') if cal else None}")
@@ -120,6 +129,61 @@ PY
     "$launch" status "$run" >"$TEST_TMP/status.txt" || fail "grpo-launch status"
     grep -q "attempt 1: hang in update" "$TEST_TMP/status.txt" || fail "status: $(cat "$TEST_TMP/status.txt")"
     grep -q "^timeouts .*update" "$TEST_TMP/status.txt" || fail "status: no timeouts line"
+    ;;
+  hangstack)
+    # 4 ranks (the layout mode's EP=4 plan); rank 2 sleeps in its update of step 7 with its
+    # telemetry muted, the other three wait for it in the update's collective.
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set ep=4 --hang-timeout 2 \
+      --fault 'hang@step=7,phase=update,rank=2' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "run failed"; }
+    "${check[@]}" "$run" --failure hang --attempts 2 --summary || fail "hangstack"
+    python3 - "$run" <<'PY' || fail "hang_report does not name rank 2"
+import json, sys
+run = sys.argv[1]
+ev = [json.loads(l) for l in open(f"{run}/events.jsonl")]
+reps = [e for e in ev if e["type"] == "hang_report"]
+fail = next(e for e in ev if e["type"] == "failure")
+assert len(reps) == 1, f"{len(reps)} hang_report events"
+h = reps[0]
+print("hang_report:", h["summary"], f"(waited {h['waited_s']:.2f} s)")
+names = lambda g: [f["function"] for f in g["frames"]]
+odd = next(g for g in h["groups"] if g["ranks"] == [2])
+major = h["groups"][0]
+ok = (h["method"] == "signal" and h["odd_ranks"] == [2] and h["missing_ranks"] == []
+      and major["ranks"] == [0, 1, 3] and h["majority"] and h["seq"] < fail["seq"]
+      and any("fire_step_faults" in n for n in names(odd))
+      and not any("fire_step_faults" in n for n in names(major))
+      and h["phase"] == "update" and odd["phase"] == "update" and major["frames"])
+stacks = open(f"{run}/{h['stacks_file']}").read()
+ok = ok and all(f"rank {r} (update" in stacks for r in range(4))
+print("majority stack:", " < ".join(names(major)[:6]))
+sys.exit(0 if ok else 1)
+PY
+    "$launch" status "$run" >"$TEST_TMP/status.txt" || fail "grpo-launch status"
+    grep -q "^hang       attempt 1 in update: rank(s) 2 differ from the 3 others" "$TEST_TMP/status.txt" ||
+      fail "status: $(cat "$TEST_TMP/status.txt")"
+    "$launch" status "$run" --format json | python3 -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin)["hang_report"]["odd_ranks"] == [2] else 1)' ||
+      fail "status --format json: no hang_report"
+    "$launch" report "$run" >/dev/null 2>&1 || fail "grpo-launch report"
+    grep -q "hang report, attempt 1 in update: rank(s) 2 differ" "$run/report.html" ||
+      fail "report.html has no hang report"
+    # A --trainer-cmd program is never sent SIGUSR1: eu-stack reads its ranks (both in sleep).
+    if command -v eu-stack >/dev/null; then
+      rc=0
+      "$launch" --log-level info run --profile local-cpu --model tiny-moe --run-dir "$run-ext" \
+        --trainer-cmd "sleep 60" --hang-timeout 2 --max-restarts 0 >"$TEST_TMP/out" \
+        2>"$TEST_TMP/err" || rc=$?
+      ((rc != 0)) || fail "--trainer-cmd hang: exit 0"
+      events_of "$run-ext" hang_report | python3 -c '
+import json, sys
+h = json.loads(sys.stdin.readline())
+print("hang_report (--trainer-cmd):", h["summary"])
+names = [f["function"] for f in h["groups"][0]["frames"]]
+sys.exit(0 if h["method"] == "eu-stack" and h["answered"] == 2 and h["majority"]
+         and h["odd_ranks"] == [] and any("sleep" in n for n in names) else 1)' || fail "--trainer-cmd: no eu-stack report"
+    fi
     ;;
   health)
     rc=0

@@ -7,6 +7,9 @@
 #   supervise_slurm_test.sh MODE GRPO_LAUNCH GRPO_TRAINER SOURCE_DIR REFERENCE_DIR
 #   MODE  kill9       rank 1 killed by SIGKILL at step 5
 #         hang        rank 1 stopped with SIGSTOP: hang detected, the step killed, restarted
+#         hangstack   rank 1 hangs in the update of step 7 (fault hang): srun forwards SIGUSR1, both
+#                     ranks answer with their stacks (long lines rejoined), the hang_report has
+#                     two groups (a tie on 2 ranks: no odd rank) and rank 1's is the fault's
 #         oom         OOM_ERROR at step 5: micro batch halved
 #         torn        crash while writing the checkpoint of step 6
 #         node        node n2 crashes (slurmd and its tasks killed): n2 excluded, 1 rank continues
@@ -114,6 +117,24 @@ case "$mode" in
     submit --hang-timeout 4 --fault 'sigstop@step=5,rank=1'
     expect_completed 150
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hang"
+    ;;
+  hangstack)
+    submit --hang-timeout 4 --fault 'hang@step=7,phase=update,rank=1'
+    expect_completed 150
+    "${check[@]}" "$run" --sha "$(reference_sha)" --failure hang --attempts 2 --summary || fail "hangstack"
+    python3 - "$run" <<'PY' || fail "no hang_report with both ranks' stacks"
+import json, sys
+ev = [json.loads(l) for l in open(f"{sys.argv[1]}/events.jsonl")]
+h = next(e for e in ev if e["type"] == "hang_report")
+print("hang_report:", h["summary"])
+names = lambda g: [f["function"] for f in g["frames"]]
+g1 = next(g for g in h["groups"] if g["ranks"] == [1])
+g0 = next(g for g in h["groups"] if g["ranks"] == [0])
+sys.exit(0 if (h["method"] == "signal" and h["answered"] == 2 and h["missing_ranks"] == []
+               and not h["majority"] and h["odd_ranks"] == []
+               and any("fire_step_faults" in n for n in names(g1))
+               and not any("fire_step_faults" in n for n in names(g0))) else 1)
+PY
     ;;
   oom)
     submit --fault 'oom@step=7,phase=update'

@@ -227,6 +227,66 @@ TEST(TrainerProcess, Sigusr2OnOneRankCheckpointsEveryRankAtTheSameStep) {
   fs::remove_all(d);
 }
 
+// SIGUSR1 answers with one `stack` event (docs/telemetry.md) and training goes on. Rank 1 sleeps
+// in the hang fault (its telemetry muted) and still answers: its main thread is in
+// RunContext::fire_step_faults (trainer/src/run_context.cpp), which the fault runs in. Rank 0 waits
+// for it in a collective; its main thread is under run_trainer (when its 32 frames reach it).
+TEST(TrainerProcess, Sigusr1AnswersWithEveryThreadsStack) {
+  const fs::path d = fresh_dir("usr1");
+  auto pids =
+      start_ranks(2, d, with(fast_args("tiny-dense"), {"--fault", "hang@step=3,s=4,rank=1"}));
+  ASSERT_TRUE(wait_for_output(d, 1, "fault_injected", 60));
+  ::usleep(500 * 1000);  // rank 0 reaches the next collective
+  ::kill(pids[0], SIGUSR1);
+  ::kill(pids[1], SIGUSR1);
+  auto r = wait_ranks(pids, d);
+  expect_all_exit(r, 0);
+  EXPECT_EQ(r[0].final_sha(), r[1].final_sha());
+  auto has = [](const nlohmann::json& thread, const std::string& part) {
+    for (const auto& f : thread["frames"]) {
+      if (f.value("function", "").find(part) != std::string::npos) return true;
+    }
+    return false;
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    auto stacks = r[rank].of_type("stack");
+    ASSERT_EQ(stacks.size(), 1u) << "rank " << rank << ": " << r[rank].stderr_text;
+    const auto& e = stacks[0];
+    EXPECT_EQ(e["rank"], rank);
+    EXPECT_EQ(e["source"], "signal");
+    EXPECT_EQ(e["missing_threads"], 0);
+    ASSERT_GE(e["threads"].size(), 1u);
+    const auto& main = e["threads"][0];
+    EXPECT_TRUE(main["main"].get<bool>());
+    EXPECT_EQ(main["tid"], e["pid"]);
+    ASSERT_FALSE(main["frames"].empty());
+    EXPECT_LE(main["frames"].size(), 32u);
+    // Innermost 32 frames: a deep LibTorch wait may not reach run_trainer (then truncated).
+    if (!main["truncated"].get<bool>()) {
+      EXPECT_TRUE(has(main, "grpo::trainer::run_trainer")) << main.dump();
+    }
+    EXPECT_FALSE(has(main, "on_capture")) << "the capture handler's own frame is dropped";
+    std::size_t mains = 0;
+    for (const auto& t : e["threads"]) mains += t["main"].get<bool>() ? 1 : 0;
+    EXPECT_EQ(mains, 1u);
+    if (rank == 1) {
+      EXPECT_EQ(e["step"], 3);
+      EXPECT_EQ(e["phase"], "start");
+      EXPECT_TRUE(has(main, "grpo::trainer::RunContext::fire_step_faults")) << main.dump();
+      // Debug information gives the fault's file and line.
+      bool line = false;
+      for (const auto& f : main["frames"]) {
+        line = line || (f.value("file", "").find("run_context.cpp") != std::string::npos &&
+                        f.value("line", 0) > 0);
+      }
+      EXPECT_TRUE(line) << main.dump();
+    } else {
+      EXPECT_FALSE(has(main, "fire_step_faults")) << main.dump();
+    }
+  }
+  fs::remove_all(d);
+}
+
 TEST(TrainerProcess, ConfigErrorsExit2WithOneLine) {
   const fs::path d = fresh_dir("config");
   auto r = run_ranks(

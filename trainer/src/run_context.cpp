@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/stack_report.h"
 
 namespace grpo::trainer {
 using core::ErrorKind;
@@ -57,6 +58,7 @@ RunContext::RunContext(TrainerConfig config, core::ModelSpec model_spec,
 
 void RunContext::enter_phase(std::int64_t s, const std::string& name) {
   phase = name;
+  StackReporter::note_phase(s, name);  // for the `stack` event (stack_report.h)
   tel.heartbeat(s, name);
 }
 

@@ -27,6 +27,7 @@
 #include "grpo/trainer/faults.h"
 #include "grpo/trainer/model_source.h"
 #include "grpo/trainer/parallel.h"
+#include "grpo/trainer/stack_report.h"
 #include "grpo/trainer/system_info.h"
 #include "grpo/trainer/tasks.h"
 #include "grpo/trainer/telemetry.h"
@@ -112,6 +113,9 @@ core::Result<core::ModelSpec> load_spec(const TrainerOptions& o, const TrainerCo
 int run_trainer(const TrainerOptions& options) {
   Telemetry tel(stdout, 0, 1);
   int rank = 0;
+  // SIGUSR1 answers with every thread's stack (event `stack`) from the start on, so that a hang
+  // in the rendezvous is attributed too; it outlives the training run below.
+  auto stacks = StackReporter::start(stdout);
   std::unique_ptr<TrainingRun> trainer;
   try {
     // ---- identity ----
@@ -126,6 +130,8 @@ int run_trainer(const TrainerOptions& options) {
     rank = world.global_rank;
     setup_logging(options.log_level, rank);
     tel.set_world(world.global_rank, world.world_size);
+    StackReporter::set_world(world.global_rank, world.world_size);
+    if (!stacks.ok()) spdlog::warn("no stacks on SIGUSR1: {}", stacks.error().message);
 
     // ---- configuration ----
     TrainerConfig cfg;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "grpo/supervise/event_log.h"
+#include "grpo/supervise/hang_report.h"
 #include "grpo/supervise/run_view.h"
 
 namespace grpo::report {
@@ -491,6 +492,23 @@ Report render_report(const std::vector<json>& events, const ReportOptions& optio
             esc(supervise::format_duration(s.goodput.lost_at(s.last_time))) + " (" +
             esc(supervise::lost_by_cause(s, s.last_time)) + "), effective " +
             num(100.0 * supervise::effective_ratio(s, s.last_time), 1) + "%</p>\n";
+    if (s.hang_report.is_object()) {
+      // The newest hang attribution: the summary, then each group of identical stacks.
+      const auto& h = s.hang_report;
+      const std::string phase = h.value("phase", std::string());
+      head += "<p class=\"hang\">hang report, attempt " + std::to_string(h.value("attempt", 0)) +
+              (phase.empty() ? "" : " in " + esc(phase)) + ": " +
+              esc(h.value("summary", std::string())) + "</p>\n<ul class=\"hang-groups\">\n";
+      for (const auto& g : h.value("groups", nlohmann::json::array())) {
+        std::string ranks;
+        for (const auto& r : g.value("ranks", nlohmann::json::array()))
+          ranks += (ranks.empty() ? "" : ",") + r.dump();
+        head += "<li>rank(s) " + esc(ranks) + ": " +
+                esc(supervise::top_frames_text(g.value("frames", nlohmann::json::array()), 6)) +
+                "</li>\n";
+      }
+      head += "</ul>\n";
+    }
   } else {
     head += "<p>event log: " + esc(summary.error().str()) + "</p>\n";
   }

@@ -112,6 +112,10 @@ core::Status apply_event(RunSummary& s, const json& e) {
         if (v.is_number()) s.phase_timeouts[name] = v.get<double>();
       }
     }
+  } else if (type == ev::kHangReport) {
+    GRPO_TRY(const std::string summary, field<std::string>(e, "summary"));
+    s.hang_report = e;
+    s.last_notable = "hang report: " + summary;
   } else if (type == ev::kRemediation) {
     if (e.contains("micro_batch")) s.micro_batch = field_or<int>(e, "micro_batch", 1);
     if (e.contains("offload")) s.offload = field_or<bool>(e, "offload", false);

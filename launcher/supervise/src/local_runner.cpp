@@ -227,6 +227,15 @@ core::Status LocalRunner::signal(int sig) {
   return core::ok_status();
 }
 
+std::vector<std::pair<int, int>> LocalRunner::rank_pids() const {
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const auto& c = ranks_[i].child;
+    if (c && !c->reaped()) out.emplace_back(static_cast<int>(i), static_cast<int>(c->pid()));
+  }
+  return out;
+}
+
 core::Status LocalRunner::kill() {
   for (auto& r : ranks_) {
     if (r.child && !r.child->reaped()) {

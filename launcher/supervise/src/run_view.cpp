@@ -142,6 +142,15 @@ std::string render_status(const RunSummary& s, const std::string& run_dir, doubl
     }
     out += " (calibrated)\n";
   }
+  if (s.hang_report.is_object()) {
+    const auto& h = s.hang_report;
+    const std::string phase = h.value("phase", std::string());
+    out += "hang       attempt " + std::to_string(h.value("attempt", 0)) +
+           (phase.empty() ? "" : " in " + phase) + ": " + h.value("summary", std::string()) + "\n";
+    if (h.contains("stacks_file") && h["stacks_file"].is_string()) {
+      out += "           every rank's stack: " + h["stacks_file"].get<std::string>() + "\n";
+    }
+  }
   out += "checkpoint " +
          (s.latest_checkpoint_step >= 0 ? "step " + std::to_string(s.latest_checkpoint_step)
                                         : std::string("none yet")) +

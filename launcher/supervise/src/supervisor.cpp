@@ -78,6 +78,7 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["mtbf_prior_s"] = c.mtbf_prior_s;
   j["step_event_ranks"] = c.step_event_ranks;
   j["export_hf"] = c.export_hf;
+  j["stack_timeout_s"] = c.stack_timeout_s;
   return j;
 }
 
@@ -153,6 +154,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.mtbf_prior_s = j.value("mtbf_prior_s", c.mtbf_prior_s);
     c.step_event_ranks = j.value("step_event_ranks", c.step_event_ranks);
     c.export_hf = j.value("export_hf", c.export_hf);
+    c.stack_timeout_s = j.value("stack_timeout_s", c.stack_timeout_s);
   } catch (const json::exception& e) {
     return make_error(ErrorKind::kWrongType, std::string("a field has the wrong type: ") + e.what(),
                       where);
@@ -162,7 +164,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
       (c.hang.timeout_s && *c.hang.timeout_s <= 0) || c.stop_grace_s < 0 ||
       (c.micro_batch && *c.micro_batch < 1) || c.min_nodes < 0 || c.world_unit < 1 ||
       c.straggler.consecutive < 1 || !(c.hang.phases.factor >= 1) ||
-      c.hang.phases.warmup_steps < 0 || c.step_event_ranks < 1) {
+      c.hang.phases.warmup_steps < 0 || c.step_event_ranks < 1 || !(c.stack_timeout_s >= 0)) {
     return make_error(ErrorKind::kInvalidValue, "a setting is out of range", where);
   }
   return c;
@@ -209,6 +211,8 @@ struct Supervisor::Attempt {
   bool killed = false;
   double killed_at = 0;
   bool hang_kill = false;
+  std::optional<Hang> hang;            // the hang decided, for its report
+  std::optional<StackRequest> stacks;  // hang attribution: the ranks' stacks coming in
   std::optional<double> comm_seen_at;  // the first failure was only a peer's COMM_ERROR
   std::vector<std::string> hosts;      // the step's nodes (Slurm)
   double last_node_check = 0;
@@ -543,6 +547,18 @@ core::Status Supervisor::handle_output(Attempt& a, RankOutput& out) {
   json e = std::move(*parsed);
   const double now = d_.clock.now();
   const std::string type = e["type"].get<std::string>();
+  if (type == "stack") {
+    // An answer to our SIGUSR1 (hang attribution), not a sign of progress; kept for the
+    // hang_report, not logged event by event.
+    if (!a.stacks || a.stacks->reported) return core::ok_status();
+    auto s = rank_stacks_from_event(out.rank, e);
+    if (s.ok()) {
+      a.stacks->add(std::move(s).value());
+    } else {
+      spdlog::warn("{}", s.error().message);
+    }
+    return core::ok_status();
+  }
   const auto straggler = a.monitor.observe(out.rank, e, now, timings_);
   GRPO_TRY_STATUS(record_calibration(a));
   const bool folded = type == ev::kStep && a.step_ranks;
@@ -745,6 +761,8 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       if (auto hang = a.monitor.check_hang(now, timings_)) {
         a.candidates.push_back(*hang);
         a.hang_kill = true;
+        a.hang = *hang;
+        if (o_.config.stack_timeout_s > 0) ask_for_stacks(a.stacks.emplace(), a.spec);
       } else if (a.monitor.stalled(now, timings_) &&
                  (summary_.state == RunState::kHealthy || summary_.state == RunState::kLaunching)) {
         GRPO_TRY_STATUS(transition(Trigger::kStall, "heartbeats are late"));
@@ -764,6 +782,8 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       if (comm_only && !a.comm_seen_at) a.comm_seen_at = now;
       if (comm_only && now - *a.comm_seen_at < kCommGraceS) {
         // keep polling
+      } else if (a.stacks && !a.stacks->reported && !a.stacks->complete(now)) {
+        // keep polling: the ranks' stacks come first (hang attribution)
       } else if (std::holds_alternative<Preemption>(*best)) {
         if (!a.checkpoint_requested_at) {
           GRPO_TRY_STATUS(transition(Trigger::kPreemption, describe(*best)));
@@ -786,6 +806,9 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
         // grpo-trainer's state after a failure is useless (the group is broken; checkpoints are
         // atomic; its telemetry is flushed line by line): kill at once. Another trainer gets
         // SIGTERM and --stop-grace to exit by itself; a hung rank cannot act on SIGTERM.
+        if (a.stacks && !a.stacks->reported && a.hang) {
+          GRPO_TRY_STATUS(record_hang_report(*a.stacks, a.number, a.spec, *a.hang));
+        }
         GRPO_TRY_STATUS(stop_attempt(a, !embedded() && !a.hang_kill));
       }
     }

@@ -188,6 +188,15 @@ core::Status SimulatedRunner::signal(int sig) {
                                         {"reason", "request"}}},
                                order_++});
   }
+  if (sig == SIGUSR1) {
+    for (const auto& [rank, event] : current_.stack_on_usr1) {
+      if (rank < 0 || rank >= static_cast<int>(alive_.size()) ||
+          !alive_[static_cast<std::size_t>(rank)]) {
+        continue;
+      }
+      pending_.push_back(Pending{t + current_.stack_delay, rank, SimEmit{event}, order_++});
+    }
+  }
   if ((sig == SIGTERM || sig == SIGINT) && current_.term_delay) {
     pending_.erase(
         std::remove_if(pending_.begin(), pending_.end(),

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -109,6 +110,10 @@ class AttemptRunner {
 
   // Nodes of the running attempt in node_rank order (Slurm); {"localhost"} locally.
   virtual std::vector<std::string> nodes() const = 0;
+
+  // (rank, pid) of the ranks still running on this machine, for a debugger to read their
+  // stacks (hang_report.h); empty where the ranks are not local processes (srun).
+  virtual std::vector<std::pair<int, int>> rank_pids() const { return {}; }
 };
 
 }  // namespace grpo::supervise

@@ -36,6 +36,7 @@ inline constexpr const char* kTimeoutsCalibrated = "timeouts_calibrated";  // ph
 inline constexpr const char* kNodeUnhealthy = "node_unhealthy";            // node, check, detail
 inline constexpr const char* kHfExported = "hf_exported";                  // path, step, seconds
 inline constexpr const char* kHfExportFailed = "hf_export_failed";         // path, message, seconds
+inline constexpr const char* kHangReport = "hang_report";  // every rank's stack, grouped
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
 inline constexpr const char* kStep = "step";
@@ -101,6 +102,8 @@ struct RunSummary {
   // Attempt -> the phase class its hang happened in (failure event's `phase`), for status.
   std::map<int, std::string> hang_phases;
   std::optional<HfExportRecord> hf_export;  // the newest hf_exported / hf_export_failed
+  // The newest hang_report event (hang attribution), null when none.
+  nlohmann::json hang_report;
 };
 
 // Folds one event into the summary. Unknown event types are ignored (forward compatible);

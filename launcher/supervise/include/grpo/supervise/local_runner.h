@@ -33,6 +33,7 @@ class LocalRunner final : public AttemptRunner {
   core::Status kill() override;
   bool active() const override { return active_; }
   std::vector<std::string> nodes() const override { return {"localhost"}; }
+  std::vector<std::pair<int, int>> rank_pids() const override;
   int master_port() const { return port_; }  // of the newest attempt
   // Ranks of the newest attempt that were standbys (0: all started cold).
   int standbys_used() const { return standbys_used_; }

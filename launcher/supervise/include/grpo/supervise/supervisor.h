@@ -26,6 +26,7 @@
 #include "grpo/supervise/attempt_runner.h"
 #include "grpo/supervise/clock.h"
 #include "grpo/supervise/event_log.h"
+#include "grpo/supervise/hang_report.h"
 #include "grpo/supervise/job_control.h"
 #include "grpo/supervise/monitor.h"
 #include "grpo/supervise/node_health.h"
@@ -77,6 +78,9 @@ struct SupervisorConfig {
   // After the run ends `succeeded`: write the Hugging Face export of its final checkpoint into
   // <run_dir>/hf (SupervisorOptions::export_hf; `run`/`submit --export-hf`).
   bool export_hf = false;
+  // Hang attribution (hang_report.h): how long a hung attempt waits for every rank's stack
+  // before it is killed. 0: no stacks are asked for.
+  double stack_timeout_s = 5;
 };
 
 nlohmann::json supervisor_config_to_json(const SupervisorConfig& c);
@@ -172,6 +176,12 @@ class Supervisor {
   // `out.event` (parsed by the runner) is moved from.
   core::Status handle_output(Attempt& a, RankOutput& out);
   core::Status stop_attempt(Attempt& a, bool graceful);
+  // Hang attribution (supervisor_hang.cpp): asks every rank of the attempt for its stack
+  // (SIGUSR1 to grpo-trainer; eu-stack on a local --trainer-cmd rank) and, once they are in or
+  // stack_timeout_s passed, records the `hang_report` event and logs/attempt-<n>/stacks.txt.
+  void ask_for_stacks(StackRequest& req, const AttemptSpec& spec);
+  core::Status record_hang_report(StackRequest& req, int attempt, const AttemptSpec& spec,
+                                  const Hang& hang);
   // A `timeouts_calibrated` event when the calibrated phase limits changed (phase_timeouts.h).
   core::Status record_calibration(const Attempt& a);
   // Node health before attempt `number` on `hosts`: unhealthy nodes get a `node_unhealthy`

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <variant>
@@ -38,6 +39,10 @@ struct SimAttempt {
   // SIGTERM: every rank exits with `on_term` this long after the signal (nullopt: ignored).
   std::optional<double> term_delay = 0.1;
   ExitStatus on_term = Exited{7};
+  // SIGUSR1 (hang attribution): each listed rank still running reports this `stack` event this
+  // long after the signal; unlisted ranks do not answer.
+  std::map<int, nlohmann::json> stack_on_usr1;
+  double stack_delay = 0.2;
 };
 
 // A healthy run of the embedded trainer from step `from` (exclusive) to `total`: every rank
