@@ -4,7 +4,7 @@ detection latency (bench/recovery/RESULTS.md).
 
 usage: bench/recovery/run.py [--launch build/bin/grpo-launch]
                              [--trainer build/bin/grpo-trainer] [--repeats 5]
-                             [--only ours|torchrun|hang] [--json results.json]
+                             [--only ours,torchrun,hang] [--json results.json]
 
 Workload (both sides): a GRPO-like step of a d=128, 2-layer, vocab-64 decoder, 4 prompts x 2
 responses of 4 new tokens per step over 2 ranks x 1 thread, gloo, a checkpoint every 5 steps.
@@ -226,12 +226,12 @@ def main():
     ap.add_argument("--launch", default=os.path.join(ROOT, "build/bin/grpo-launch"))
     ap.add_argument("--trainer", default=os.path.join(ROOT, "build/bin/grpo-trainer"))
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--only", choices=["ours", "torchrun", "hang"])
+    ap.add_argument("--only", help="comma-separated: ours, torchrun, hang (default: all)")
     ap.add_argument("--json")
     a = ap.parse_args()
     results = {}
     for name, fn in (("ours", one_ours), ("torchrun", one_torchrun), ("hang", one_hang)):
-        if a.only and a.only != name:
+        if a.only and name not in a.only.split(","):
             continue
         runs = []
         for i in range(a.repeats):

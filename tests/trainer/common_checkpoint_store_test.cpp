@@ -111,5 +111,64 @@ TEST_F(StoreTest, LatestPointingAtAnOlderStepStillFindsTheNewest) {
   EXPECT_EQ(best->step, 20);
 }
 
+// pick_checkpoint, what every rank runs on its own before the rendezvous: the newest checkpoint
+// that verifies, with the verified files still mapped (what was hashed is what is read).
+TEST_F(StoreTest, PickFindsTheNewestGoodCheckpointAndKeepsItsFilesMapped) {
+  CheckpointStore s(root_);
+  save(s, 10, "good weights");
+  const fs::path bad = save(s, 20, "will be corrupted");
+  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  auto w = s.begin(30);  // a dead writer's temporary
+  ASSERT_TRUE(w.ok());
+  const CheckpointPick kept = pick_checkpoint(s, "auto", {}, /*clean=*/false);
+  EXPECT_TRUE(fs::exists(w->dir()));
+  const CheckpointPick pick = pick_checkpoint(s, "auto", {}, /*clean=*/true);
+  EXPECT_FALSE(fs::exists(w->dir()));
+  ASSERT_TRUE(pick.found);
+  EXPECT_FALSE(pick.error);
+  EXPECT_EQ(pick.found->step, 10);
+  EXPECT_EQ(pick.found->bytes("model.bin"), "good weights");
+  EXPECT_EQ(pick.found->bytes("state.json"), "{}");
+  EXPECT_EQ(pick.found->bytes("not-listed.bin"), "");
+  ASSERT_EQ(pick.skipped.size(), 1u);
+  EXPECT_NE(pick.skipped[0].reason.find("SHA-256"), std::string::npos);
+  EXPECT_GE(pick.seconds, 0.0);
+  ASSERT_TRUE(kept.found);
+  EXPECT_EQ(kept.found->step, 10);
+}
+
+TEST_F(StoreTest, PickOfAResumePathThatDoesNotVerifyIsAnIoError) {
+  CheckpointStore s(root_);
+  const fs::path good = save(s, 10, "good");
+  const fs::path bad = save(s, 20, "will be corrupted");
+  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  const CheckpointPick p = pick_checkpoint(s, "resume_path", bad, false);
+  EXPECT_FALSE(p.found);
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, core::ErrorKind::kIo);
+  EXPECT_EQ(p.error->message,
+            "checkpoint " + bad.string() +
+                " does not verify: model.bin: SHA-256 does not match the manifest");
+  const CheckpointPick ok = pick_checkpoint(s, "resume_path", good, false);
+  ASSERT_TRUE(ok.found);
+  EXPECT_EQ(ok.found->bytes("model.bin"), "good");
+  const CheckpointPick none = pick_checkpoint(s, "disable", {}, false);
+  EXPECT_FALSE(none.found);
+  EXPECT_FALSE(none.error);
+}
+
+// The mapping outlives a replacement of the file on disk (a writer's rename): a reader keeps
+// the bytes it verified.
+TEST_F(StoreTest, AVerifiedMappingKeepsTheBytesItHashed) {
+  CheckpointStore s(root_);
+  const fs::path d = save(s, 10, "first version");
+  auto info = s.verify(d);
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  const fs::path tmp = d / "model.bin.new";
+  ASSERT_TRUE(write_file_synced(tmp, "second version!").ok());
+  fs::rename(tmp, d / "model.bin");
+  EXPECT_EQ(info->bytes("model.bin"), "first version");
+}
+
 }  // namespace
 }  // namespace grpo::trainer

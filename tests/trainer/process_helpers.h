@@ -74,18 +74,23 @@ inline std::vector<std::string> fast_args(const std::string& model) {
           "--log-level", "warn"};
 }
 
-// Starts `world` ranks of grpo-trainer with `args` (plus --run-dir); returns their pids.
+// Starts `world` ranks of grpo-trainer with `args` (plus --run-dir); returns their pids. Their
+// output goes to run_dir; `rank_run_dirs`, when given, is each rank's own --run-dir (a run
+// directory not shared by the ranks).
 inline std::vector<pid_t> start_ranks(int world, const fs::path& run_dir,
                                       std::vector<std::string> args,
-                                      const std::map<std::string, std::string>& env = {}) {
-  args.push_back("--run-dir");
-  args.push_back(run_dir.string());
+                                      const std::map<std::string, std::string>& env = {},
+                                      const std::vector<fs::path>& rank_run_dirs = {}) {
   const int port = free_port();
   fs::create_directories(run_dir);
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r) {
     const fs::path out = run_dir / ("rank" + std::to_string(r) + ".stdout");
     const fs::path err = run_dir / ("rank" + std::to_string(r) + ".stderr");
+    std::vector<std::string> rank_args = args;
+    rank_args.push_back("--run-dir");
+    rank_args.push_back(
+        (rank_run_dirs.empty() ? run_dir : rank_run_dirs.at(static_cast<std::size_t>(r))).string());
     const pid_t pid = ::fork();
     if (pid == 0) {
       const int ofd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -111,7 +116,7 @@ inline std::vector<pid_t> start_ranks(int world, const fs::path& run_dir,
       std::vector<char*> argv;
       std::string exe = GRPO_TRAINER_EXE;
       argv.push_back(exe.data());
-      for (auto& a : args) argv.push_back(a.data());
+      for (auto& a : rank_args) argv.push_back(a.data());
       argv.push_back(nullptr);
       ::execv(exe.c_str(), argv.data());
       ::_exit(127);

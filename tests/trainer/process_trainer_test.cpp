@@ -61,6 +61,7 @@ TEST_P(BitExactResume, StoppedAndResumedEqualsUninterrupted) {
   ASSERT_EQ(loaded.size(), 1u);
   EXPECT_EQ(loaded[0]["step"], 3);
   EXPECT_EQ(loaded[0]["resharded"], false);
+  EXPECT_EQ(loaded[0]["source"], "own");  // every rank read the shared run directory itself
   for (const auto& r : rb2) EXPECT_EQ(r.final_sha(), want) << "resumed run differs";
   fs::remove_all(a);
   fs::remove_all(b);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -134,9 +135,15 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
   return w.final_dir_;
 }
 
+std::string_view CheckpointInfo::bytes(std::string_view name) const {
+  if (!files) return {};
+  const auto it = files->find(name);
+  return it == files->end() ? std::string_view() : it->second.bytes();
+}
+
 core::Result<CheckpointInfo> CheckpointStore::verify(const fs::path& dir) const {
-  GRPO_TRY(io::VerifiedCheckpoint v, io::verify_checkpoint(dir));
-  return CheckpointInfo{std::move(v.dir), v.step, std::move(v.manifest)};
+  GRPO_TRY(io::VerifiedCheckpoint v, io::verify_checkpoint(dir, io::KeepMapped::kYes));
+  return CheckpointInfo{std::move(v.dir), v.step, std::move(v.manifest), std::move(v.files)};
 }
 
 std::vector<std::pair<std::int64_t, fs::path>> CheckpointStore::list() const {
@@ -177,6 +184,26 @@ std::int64_t CheckpointStore::bytes_on_disk(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     bytes += static_cast<std::int64_t>(e.file_size());
   return bytes;
+}
+
+CheckpointPick pick_checkpoint(const CheckpointStore& store, const std::string& resume_mode,
+                               const fs::path& resume_path, bool clean) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CheckpointPick pick;
+  if (clean) store.remove_temporaries();
+  if (resume_mode == "auto") {
+    pick.found = store.find_latest_valid(&pick.skipped);
+  } else if (resume_mode == "resume_path") {
+    auto v = store.verify(resume_path);
+    if (v.ok()) {
+      pick.found = std::move(v).value();
+    } else {
+      pick.error = make_error(ErrorKind::kIo, "checkpoint " + resume_path.string() +
+                                                  " does not verify: " + v.error().message);
+    }
+  }
+  pick.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return pick;
 }
 
 void CheckpointStore::remove_temporaries() const {

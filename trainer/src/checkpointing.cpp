@@ -11,6 +11,7 @@
 
 #include "full_model.h"
 #include "grpo/trainer/exit_codes.h"
+#include "grpo/trainer/sha256.h"
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/trainer/version.h"
 #include "hf_weights.h"
@@ -35,49 +36,74 @@ core::Status Checkpointer::broadcast_bytes(std::string& bytes, int root) {
   return core::ok_status();
 }
 
+std::future<CheckpointPick> look_for_checkpoint(const TrainerConfig& cfg, fs::path root, int rank) {
+  return std::async(std::launch::async,
+                    [store = CheckpointStore(std::move(root)), mode = cfg.resume_mode,
+                     path = fs::path(cfg.resume_from_path),
+                     rank] { return pick_checkpoint(store, mode, path, rank == 0); });
+}
+
+void Checkpointer::look_ahead(std::future<CheckpointPick> pick) {
+  ahead_ = std::move(pick);
+}
+
+namespace {
+
+// A checkpoint's identity for the ranks' agreement: its step and 60 bits of its manifest's
+// SHA-256 (which lists every file's hash); -1 and 0 without one.
+std::pair<std::int64_t, std::int64_t> identity(const std::optional<CheckpointInfo>& found) {
+  if (!found) return {-1, 0};
+  const std::string h = sha256_hex(found->manifest.dump());
+  return {found->step, static_cast<std::int64_t>(std::stoull(h.substr(0, 15), nullptr, 16))};
+}
+
+}  // namespace
+
 core::Status Checkpointer::resume(TrainState& st) {
   const TrainerConfig& cfg = ctx_.cfg;
   const int rank = ctx_.rank;
-  const int world = ctx_.world;
-  // Rank 0 picks the checkpoint and reads it; everything reaches the other ranks by broadcast.
+  const auto t_begin = std::chrono::steady_clock::now();
+  // Every rank looks for the checkpoint itself (started before the rendezvous: look_ahead), then
+  // the ranks check that they found the same one. Each then reads its own part of the files it
+  // verified; only when the ranks disagree (a run directory not shared by every node) rank 0's
+  // checkpoint reaches the others by broadcast.
+  CheckpointPick pick =
+      ahead_.valid() ? ahead_.get()
+                     : pick_checkpoint(store_, cfg.resume_mode, cfg.resume_from_path, rank == 0);
+  const double wait_s = seconds_since(t_begin);
+  for (const auto& s : pick.skipped) {
+    spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
+    if (rank == 0) ctx_.tel.emit("checkpoint_skipped", {{"path", s.path}, {"reason", s.reason}});
+  }
+  const auto [found_step, found_id] = identity(pick.found);
+  at::Tensor agree =
+      at::tensor({pick.error ? 1L : 0L, found_step, -found_step, found_id, -found_id}, at::kLong);
+  GRPO_TRY_STATUS(ctx_.comm->allreduce_max(agree));
+  if (agree[0].item<std::int64_t>() != 0) {
+    if (pick.error) return *pick.error;
+    return make_error(ErrorKind::kIo,
+                      "checkpoint " + cfg.resume_from_path + " does not verify on another rank");
+  }
+  const bool own = agree[1].item<std::int64_t>() == -agree[2].item<std::int64_t>() &&
+                   agree[3].item<std::int64_t>() == -agree[4].item<std::int64_t>();
+  if (!own && rank == 0) {
+    spdlog::warn(
+        "the ranks found different checkpoints (is the run directory shared?): rank 0 "
+        "reads {} and broadcasts it",
+        pick.found ? pick.found->dir.string() : std::string("none"));
+  }
+  // The files of the chosen checkpoint as this rank sees them: its own, or (broadcast) rank 0's.
+  const auto bytes = [&pick](const char* name) -> std::string_view {
+    return pick.found ? pick.found->bytes(name) : std::string_view();
+  };
   std::string state_text;  // trainer_state.json
-  std::string blob_model, blob_optim, blob_ref, blob_rng;
   std::string found_path;
-  if (rank == 0) {
-    store_.remove_temporaries();
-    std::optional<CheckpointInfo> info;
-    if (cfg.resume_mode == "auto") {
-      std::vector<SkippedCheckpoint> skipped;
-      info = store_.find_latest_valid(&skipped);
-      for (const auto& s : skipped) {
-        spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
-        ctx_.tel.emit("checkpoint_skipped", {{"path", s.path}, {"reason", s.reason}});
-      }
-    } else if (cfg.resume_mode == "resume_path") {
-      auto v = store_.verify(cfg.resume_from_path);
-      if (!v.ok()) {
-        return make_error(ErrorKind::kIo, "checkpoint " + cfg.resume_from_path +
-                                              " does not verify: " + v.error().message);
-      }
-      info = std::move(v).value();
-    }
-    if (info) {
-      found_path = info->dir.string();
-      auto rd = [&](const char* name, std::string& out) -> core::Status {
-        GRPO_TRY(out, store_.read(info->dir, name));
-        return core::ok_status();
-      };
-      GRPO_TRY_STATUS(rd("trainer_state.json", state_text));
-      GRPO_TRY_STATUS(rd("model.safetensors", blob_model));
-      GRPO_TRY_STATUS(rd("optimizer.safetensors", blob_optim));
-      GRPO_TRY_STATUS(rd("rng.safetensors", blob_rng));
-      if (info->has_file("reference.safetensors")) {
-        GRPO_TRY_STATUS(rd("reference.safetensors", blob_ref));
-      }
-    }
+  if (own || rank == 0) {
+    state_text = std::string(bytes("trainer_state.json"));
+    if (pick.found) found_path = pick.found->dir.string();
   }
   const auto t0 = std::chrono::steady_clock::now();
-  GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
+  if (!own) GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
     const NamedTensors local = st.model->named_params();
@@ -96,34 +122,37 @@ core::Status Checkpointer::resume(TrainState& st) {
     return scatter_full(ctx_, whole, std::map<std::string, at::Tensor>(local.begin(), local.end()),
                         local, [](const FullTensor& f) { return f.owner; });
   }
-  GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
+  if (!own) GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
   json state = json::parse(state_text);
   const int saved_world = state.at("world_size").get<int>();
   const std::string saved_layout = state.value("layout", "");
 
   torch::NoGradGuard no_grad;
-  // Rank 0 holds the files' tensors; each rank keeps the ones its layout holds.
+  // The file's tensors alias the verified mapping (no copy); each rank keeps the part its layout
+  // holds (keep_part): from its own reading, or broadcast from rank 0's.
   const auto from_rank0 = [](const FullTensor&) { return 0; };
-  auto load_into = [&](const std::string& blob, const NamedTensors& dst,
+  auto load_into = [&](const char* file, const NamedTensors& dst,
                        const std::vector<FullTensor>& full) -> core::Status {
     std::map<std::string, at::Tensor> src;
-    if (rank == 0) {
-      GRPO_TRY(NamedTensors parsed, from_safetensors(blob));
+    if (own || rank == 0) {
+      GRPO_TRY(NamedTensors parsed, view_safetensors(bytes(file)));
       src.insert(parsed.begin(), parsed.end());
     }
+    if (own) return copy_own_parts(ctx_, full, src, dst);
     return scatter_full(ctx_, full, src, dst, from_rank0);
   };
   const std::vector<FullTensor> params = full_params(ctx_, *st.model);
-  GRPO_TRY_STATUS(load_into(blob_model, st.model->named_params(), params));
+  GRPO_TRY_STATUS(load_into("model.safetensors", st.model->named_params(), params));
   // state() aliases the moments
-  GRPO_TRY_STATUS(load_into(blob_optim, st.optim->state(), full_optimizer_states(params)));
+  GRPO_TRY_STATUS(
+      load_into("optimizer.safetensors", st.optim->state(), full_optimizer_states(params)));
   st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
   st.grpo_started = state.at("grpo_started").get<bool>();
   if (st.grpo_started) {
     st.ref = std::make_shared<QwenModel>(ctx_.spec, st.model->ops(),
                                          st.model->lm_head_weight().options(), nullptr,
                                          st.model->expert_shard(), st.model->tensor_shard());
-    GRPO_TRY_STATUS(load_into(blob_ref, st.ref->named_params(), params));
+    GRPO_TRY_STATUS(load_into("reference.safetensors", st.ref->named_params(), params));
     for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
   }
   st.step = state.at("step").get<std::int64_t>();
@@ -133,19 +162,30 @@ core::Status Checkpointer::resume(TrainState& st) {
   // saved) when the number of replicas is unchanged, whatever the TP or EP layout; otherwise
   // every replica starts a fresh stream.
   NamedTensors rngs;
-  if (rank == 0) {
-    GRPO_TRY(rngs, from_safetensors(blob_rng));
+  if (own || rank == 0) {
+    GRPO_TRY(rngs, view_safetensors(bytes("rng.safetensors")));
   }
   const int saved_replicas = state.value("data_ranks", saved_world);
   const bool resharded = saved_replicas != ctx_.par.data_ranks();
   if (!resharded) {
     const int saved_tp = std::max(1, saved_world / saved_replicas);  // PP = CP = 1
-    at::Tensor mine = compat::generator_state(st.sample_gen);
-    for (int d = 0; d < saved_replicas; ++d) {
-      at::Tensor buf = rank == 0 ? rngs.at(static_cast<std::size_t>(d * saved_tp)).second.clone()
-                                 : at::zeros_like(mine);
-      GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, 0));
-      if (d == ctx_.par.data_rank()) compat::set_generator_state(st.sample_gen, buf);
+    if ((own || rank == 0) && rngs.size() < static_cast<std::size_t>(saved_world)) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "rng.safetensors holds " + std::to_string(rngs.size()) +
+                            " sampling states for " + std::to_string(saved_world) + " ranks");
+    }
+    const auto saved = [&](int d) {
+      return rngs.at(static_cast<std::size_t>(d * saved_tp)).second;
+    };
+    if (own) {
+      compat::set_generator_state(st.sample_gen, saved(ctx_.par.data_rank()).clone());
+    } else {
+      at::Tensor mine = compat::generator_state(st.sample_gen);
+      for (int d = 0; d < saved_replicas; ++d) {
+        at::Tensor buf = rank == 0 ? saved(d).clone() : at::zeros_like(mine);
+        GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, 0));
+        if (d == ctx_.par.data_rank()) compat::set_generator_state(st.sample_gen, buf);
+      }
     }
   } else {
     st.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()) +
@@ -156,11 +196,17 @@ core::Status Checkpointer::resume(TrainState& st) {
         saved_replicas, ctx_.par.data_ranks());
   }
   GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, *st.model));
-  const double secs = seconds_since(t0);
-  spdlog::info("resumed from {} at step {} ({:.3f} s)", found_path, st.step, secs);
+  const double read_s = seconds_since(t0);
+  const double secs = seconds_since(t_begin);
+  spdlog::info("resumed from {} at step {} ({:.3f} s: look {:.3f} s, waited {:.3f} s, {} {:.3f} s)",
+               found_path, st.step, secs, pick.seconds, wait_s, own ? "read" : "broadcast", read_s);
   ctx_.tel.emit("checkpoint_loaded", {{"step", st.step},
                                       {"path", found_path},
                                       {"seconds", secs},
+                                      {"source", own ? "own" : "rank0"},
+                                      {"look_s", pick.seconds},
+                                      {"wait_s", wait_s},
+                                      {"read_s", read_s},
                                       {"saved_world_size", saved_world},
                                       {"saved_layout", saved_layout},
                                       {"layout", ctx_.par.describe()},

@@ -1,8 +1,10 @@
 // Checkpoint save and resume of the training state (internal to grpo_trainer). What a checkpoint
 // holds (docs/checkpoint-format.md): the model, the optimizer moments, the frozen reference once
-// GRPO started, every rank's sampling RNG state, trainer_state.json and config.toml. Rank 0 reads
-// and writes the files through CheckpointStore (atomic commit, manifests, retention); the other
-// ranks get everything by broadcast, so only rank 0 needs to see the run directory.
+// GRPO started, every rank's sampling RNG state, trainer_state.json and config.toml. Rank 0
+// writes the files through CheckpointStore (atomic commit, manifests, retention). On resume every
+// rank verifies and reads the checkpoint itself when it sees the same one as every other rank
+// (a shared run directory); otherwise rank 0 reads it and broadcasts it, so only rank 0 needs to
+// see the run directory.
 //
 // Asynchronous saves (trainer.async_save, docs/checkpoint-format.md "Asynchronous saves"): every
 // collective of a save (the RNG all-reduce, the gathers of the unsharded tensors, the outcome's
@@ -37,12 +39,19 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
+  // This rank's look for the checkpoint to resume, started earlier (look_for_checkpoint): resume()
+  // takes its result instead of looking then.
+  void look_ahead(std::future<CheckpointPick> pick);
+
   // Loads the checkpoint trainer.resume_mode asks for into `st` (auto: the newest that
   // verifies, each newer one skipped reported; resume_path: that one, which must verify;
-  // disable: none). Without a checkpoint every rank takes rank 0's initial weights. With the
-  // same number of ranks the sampling streams resume exactly; with another they are re-seeded.
-  // Errors: kIo (rank 0 could not read or verify), kInvalidValue (tensors do not match the
-  // model), the communicator's.
+  // disable: none). Every rank finds and verifies it itself (look_ahead), the ranks agree on it
+  // (one all-reduce), and each reads its own part of the files it verified; ranks that found
+  // different checkpoints (a run directory not shared) take rank 0's by broadcast. Without a
+  // checkpoint every rank takes rank 0's initial weights. With the same number of ranks the
+  // sampling streams resume exactly; with another they are re-seeded. Errors: kIo (a rank could
+  // not verify a resume_path), kInvalidValue (tensors do not match the model), the
+  // communicator's.
   core::Status resume(TrainState& st);
 
   // Writes the checkpoint of step `s` (phase checkpoint); `reason`: periodic | final | request |
@@ -83,6 +92,12 @@ class Checkpointer {
   std::shared_ptr<double> write_s_;  // set by the writer
   std::vector<at::Tensor> staging_;  // rank 0's host copies, reused by every asynchronous save
   double last_write_s_ = 0;
+  std::future<CheckpointPick> ahead_;  // look_ahead's
 };
+
+// Starts pick_checkpoint for trainer.resume_mode on a thread (rank 0 also removes dead writers'
+// temporaries), so that finding and verifying the checkpoint overlaps with the rendezvous.
+std::future<CheckpointPick> look_for_checkpoint(const TrainerConfig& cfg,
+                                                std::filesystem::path root, int rank);
 
 }  // namespace grpo::trainer

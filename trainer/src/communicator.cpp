@@ -206,6 +206,11 @@ core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bo
       auto published = boot.exchange_rendezvous(std::nullopt);
       if (!published.ok()) return published.error();
       endpoint = *published;
+      // Connect once rank 0's store listens: LibTorch 1.13's client sleeps 1 s after a refused
+      // connect, which cost a restart ~0.9 s whenever this rank was up first (bench/recovery).
+      if (core::Status up = bootstrap::wait_until_listening(endpoint, options.timeout); !up.ok()) {
+        return make_error(ErrorKind::kUnavailable, "rendezvous failed: " + up.error().message);
+      }
       store = compat::make_tcp_store(endpoint.host, endpoint.port, /*is_server=*/false,
                                      w.world_size, options.timeout);
     }

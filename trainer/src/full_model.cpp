@@ -82,6 +82,16 @@ core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
   return core::ok_status();
 }
 
+void keep_part(const RunContext& ctx, const FullTensor& f, const at::Tensor& whole,
+               at::Tensor& local) {
+  if (f.sliced) {
+    const TpSlice s = *tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp);
+    local.copy_(whole.narrow(s.dim, s.offset, s.length));
+  } else {
+    local.copy_(whole);
+  }
+}
+
 core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
                           const std::map<std::string, at::Tensor>& source,
                           const NamedTensors& local,
@@ -109,13 +119,26 @@ core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
                                       : at::empty(f.shape, at::kFloat);
     GRPO_TRY_STATUS(ctx.comm->broadcast(buf, root));
     auto it = mine.find(f.name);
-    if (it == mine.end()) continue;
-    if (f.sliced) {
-      const TpSlice s = *tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp);
-      it->second.copy_(buf.narrow(s.dim, s.offset, s.length));
-    } else {
-      it->second.copy_(buf);
+    if (it != mine.end()) keep_part(ctx, f, buf, it->second);
+  }
+  return core::ok_status();
+}
+
+core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>& full,
+                            const std::map<std::string, at::Tensor>& source,
+                            const NamedTensors& local) {
+  torch::NoGradGuard no_grad;
+  for (const FullTensor& f : full) {
+    auto it = source.find(f.name);
+    if (it == source.end() || it->second.sizes().vec() != f.shape) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "checkpoint lacks or mismatches tensor " + f.name);
     }
+  }
+  std::map<std::string, at::Tensor> mine(local.begin(), local.end());
+  for (const FullTensor& f : full) {
+    auto it = mine.find(f.name);
+    if (it != mine.end()) keep_part(ctx, f, source.at(f.name), it->second);
   }
   return core::ok_status();
 }

@@ -43,6 +43,20 @@ core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
                           const NamedTensors& local,
                           const std::function<int(const FullTensor&)>& from);
 
+// Not collective: this rank's part of `whole` (full tensor `f`: its TP slice when `f` is
+// sliced, else all of it) copied into `local`. The one rule scatter_full and copy_own_parts
+// share for which part a rank keeps.
+void keep_part(const RunContext& ctx, const FullTensor& f, const at::Tensor& whole,
+               at::Tensor& local);
+
+// Not collective: every rank takes its part (keep_part) of every `full` entry it holds in
+// `local` from its own `source` (the full tensors, as this rank read them from a checkpoint).
+// Errors: kInvalidValue when `source` lacks an entry or its shape differs; every entry is checked
+// on every rank, so ranks reading the same files fail alike.
+core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>& full,
+                            const std::map<std::string, at::Tensor>& source,
+                            const NamedTensors& local);
+
 // sha256 of the full weights in the one-rank order (tensor_io.h), the same whatever the layout.
 // Collective when the model is sharded.
 core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model);

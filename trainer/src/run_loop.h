@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,8 @@ class TrainingRun {
   // (exit_codes.h). Errors become events here; ExitRequest (an injected exit) and out-of-memory
   // (std::bad_alloc, c10::Error) propagate to run_trainer.
   int run();
+  // This rank's look for the checkpoint to resume, started before the rendezvous.
+  void look_ahead(std::future<CheckpointPick> pick) { checkpoints_.look_ahead(std::move(pick)); }
 
   const std::string& phase() const { return ctx_.phase; }
   std::int64_t current_step() const { return state_.step + 1; }

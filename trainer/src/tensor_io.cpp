@@ -1,5 +1,6 @@
 #include "grpo/trainer/tensor_io.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -61,7 +62,10 @@ std::string to_safetensors(const NamedTensors& tensors,
   return out;
 }
 
-core::Result<NamedTensors> from_safetensors(std::string_view bytes) {
+namespace {
+
+// Parses the header and makes each tensor: a copy of its bytes, or (`view`) an alias of them.
+core::Result<NamedTensors> read_safetensors(std::string_view bytes, bool view) {
   auto bad = [](const std::string& why) {
     return core::make_error(core::ErrorKind::kParse, "safetensors: " + why);
   };
@@ -101,15 +105,39 @@ core::Result<NamedTensors> from_safetensors(std::string_view bytes) {
     if (!known) return bad(name + ": unknown dtype '" + dt + "'");
     std::vector<std::int64_t> shape = entry.value("shape", std::vector<std::int64_t>{});
     const std::size_t end = entry["data_offsets"][1].get<std::size_t>();
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
-    const std::size_t want = t.numel() * t.element_size();
+    const auto opts = at::TensorOptions().dtype(type);
+    std::size_t want = c10::elementSize(type);
+    for (const std::int64_t d : shape) {
+      if (d < 0) return bad(name + ": negative dimension");
+      if (d > 0 && want > body.size() / static_cast<std::size_t>(d)) {
+        return bad(name + ": data_offsets do not match the shape or the file size");
+      }
+      want *= static_cast<std::size_t>(d);
+    }
     if (end < begin || end > body.size() || end - begin != want) {
       return bad(name + ": data_offsets do not match the shape or the file size");
     }
-    if (want > 0) std::memcpy(t.data_ptr(), body.data() + begin, want);
+    const char* data = body.data() + begin;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(data) % c10::elementSize(type) == 0;
+    if (view && aligned && want > 0) {
+      out.emplace_back(name, at::from_blob(const_cast<char*>(data), shape, opts));
+      continue;
+    }
+    at::Tensor t = at::empty(shape, opts);
+    if (want > 0) std::memcpy(t.data_ptr(), data, want);
     out.emplace_back(name, std::move(t));
   }
   return out;
+}
+
+}  // namespace
+
+core::Result<NamedTensors> from_safetensors(std::string_view bytes) {
+  return read_safetensors(bytes, false);
+}
+
+core::Result<NamedTensors> view_safetensors(std::string_view bytes) {
+  return read_safetensors(bytes, true);
 }
 
 std::string tensors_sha256(const NamedTensors& tensors) {

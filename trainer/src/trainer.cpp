@@ -161,6 +161,10 @@ int run_trainer(const TrainerOptions& options) {
     if (Status st = validate_for_world(cfg, world.world_size); !st.ok()) {
       return config_error(st.error());
     }
+    // Every rank finds and verifies the checkpoint to resume on a thread of its own, while it
+    // starts up and the process group forms (Checkpointer::resume takes the result).
+    auto checkpoint_pick =
+        look_for_checkpoint(cfg, options.run_dir / "checkpoints", world.global_rank);
     auto spec = load_spec(options, cfg);
     if (!spec.ok()) return config_error(spec.error());
     if (const std::string why = core::embedded_trainer_unsupported(
@@ -257,6 +261,7 @@ int run_trainer(const TrainerOptions& options) {
     trainer = std::make_unique<TrainingRun>(
         std::move(cfg), std::move(spec).value(), options.run_dir, std::move(boot).value(),
         std::move(comm), tel, std::move(injector), std::move(data).value());
+    trainer->look_ahead(std::move(checkpoint_pick));
     return trainer->run();
   } catch (const ExitRequest& e) {
     spdlog::warn("{} (exit {})", e.message, e.code);

@@ -59,7 +59,13 @@ std::vector<fs::path> checkpoint_candidates(const fs::path& root) {
   return candidates;
 }
 
-core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir) {
+std::string_view VerifiedCheckpoint::bytes(std::string_view name) const {
+  if (!files) return {};
+  const auto it = files->find(name);
+  return it == files->end() ? std::string_view() : it->second.bytes();
+}
+
+core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir, KeepMapped keep) {
   auto text = read_file(dir / "manifest.json", std::numeric_limits<std::size_t>::max());
   if (!text.ok()) return make_error(ErrorKind::kNotFound, "no manifest.json");
   nlohmann::json manifest;
@@ -77,6 +83,7 @@ core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir) {
     return make_error(ErrorKind::kInvalidValue,
                       "unsupported checkpoint version " + manifest["version"].dump());
   }
+  auto mapped = std::make_shared<CheckpointMappings>();
   for (const auto& [name, entry] : manifest["files"].items()) {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
         !entry.is_object()) {
@@ -95,8 +102,11 @@ core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir) {
     if (sha256_hex(bytes) != entry.value("sha256", "")) {
       return make_error(ErrorKind::kInvalidValue, name + ": SHA-256 does not match the manifest");
     }
+    if (keep == KeepMapped::kYes) mapped->emplace(name, std::move(file).value());
   }
-  return VerifiedCheckpoint{dir, manifest["step"].get<std::int64_t>(), std::move(manifest)};
+  VerifiedCheckpoint v{dir, manifest["step"].get<std::int64_t>(), std::move(manifest), nullptr};
+  if (keep == KeepMapped::kYes) v.files = std::move(mapped);
+  return v;
 }
 
 }  // namespace grpo::io

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,9 +51,13 @@ struct CheckpointInfo {
   std::filesystem::path dir;
   std::int64_t step = 0;
   nlohmann::json manifest;
+  // Every listed file, mapped while it was verified: reading it reads the pages just hashed.
+  std::shared_ptr<const io::CheckpointMappings> files;
 
   // Whether the manifest lists file `name`.
   bool has_file(const std::string& name) const { return manifest.at("files").contains(name); }
+  // The verified bytes of listed file `name` (empty when not listed).
+  std::string_view bytes(std::string_view name) const;
 };
 
 struct SkippedCheckpoint {
@@ -77,8 +82,8 @@ class CheckpointStore {
                                              std::int64_t keep_last) const;
 
   // Checks a checkpoint directory: manifest present and parseable, every listed file present with
-  // the listed size and SHA-256 (io::verify_checkpoint, shared with grpo-launch export). Errors:
-  // kNotFound, kParse, kInvalidValue (the reason).
+  // the listed size and SHA-256 (io::verify_checkpoint, shared with grpo-launch export); the
+  // files stay mapped in the result. Errors: kNotFound, kParse, kInvalidValue (the reason).
   core::Result<CheckpointInfo> verify(const std::filesystem::path& dir) const;
 
   // The newest checkpoint that verifies: `latest` first, then every step_* directory from the
@@ -101,6 +106,22 @@ class CheckpointStore {
  private:
   std::filesystem::path root_;
 };
+
+// What one rank finds for trainer.resume_mode by itself: every rank looks in the run directory
+// on its own (before or while the process group forms) and the ranks then check that they found
+// the same checkpoint (Checkpointer::resume, docs/checkpoint-format.md "Resume").
+struct CheckpointPick {
+  std::optional<CheckpointInfo> found;     // verified; its files stay mapped
+  std::vector<SkippedCheckpoint> skipped;  // auto: newer checkpoints that do not verify
+  std::optional<core::Error> error;        // resume_path: the checkpoint does not verify (kIo)
+  double seconds = 0;                      // how long the look took
+};
+
+// resume_mode auto: the newest checkpoint that verifies (find_latest_valid); resume_path: the
+// checkpoint `resume_path`, which must verify; anything else (disable): none. `clean`: remove
+// the .tmp-* directories of dead writers first (one rank does it).
+CheckpointPick pick_checkpoint(const CheckpointStore& store, const std::string& resume_mode,
+                               const std::filesystem::path& resume_path, bool clean);
 
 // Whole-file writes with fsync (used by the store and the trainer; reads go through io::read_file).
 core::Status write_file_synced(const std::filesystem::path& path, std::string_view bytes);

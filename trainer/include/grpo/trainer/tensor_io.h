@@ -22,6 +22,10 @@ std::string to_safetensors(const NamedTensors& tensors,
                            const std::map<std::string, std::string>& metadata = {});
 // Errors: kParse for a malformed file (bad header, offsets out of range, unknown dtype).
 core::Result<NamedTensors> from_safetensors(std::string_view bytes);
+// The same tensors without copying their data: each one aliases `bytes` (a copy only where the
+// data is not aligned to its element size), so `bytes` must outlive them unchanged, e.g. a
+// verified checkpoint file's mapping. Read them only (copy_ from them). Errors: as above.
+core::Result<NamedTensors> view_safetensors(std::string_view bytes);
 
 // SHA-256 over every tensor's name and raw bytes, in order: equal iff byte-identical weights.
 std::string tensors_sha256(const NamedTensors& tensors);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grpo/core/result.h"
+#include "grpo/io/mapped_file.h"
 
 namespace grpo::io {
 
@@ -34,16 +37,29 @@ std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
 // (a hint), then every step_* directory from the highest step down, each once.
 std::vector<std::filesystem::path> checkpoint_candidates(const std::filesystem::path& root);
 
+// The listed files of a verified checkpoint, still mapped: what was hashed is what is read.
+using CheckpointMappings = std::map<std::string, MappedFile, std::less<>>;
+
 struct VerifiedCheckpoint {
   std::filesystem::path dir;
   std::int64_t step = 0;
   nlohmann::json manifest;
+  // With KeepMapped::kYes: every listed file, mapped (shared: the struct stays copyable).
+  std::shared_ptr<const CheckpointMappings> files;
+
+  // The bytes of listed file `name` (empty unless kept mapped and listed).
+  std::string_view bytes(std::string_view name) const;
 };
+
+enum class KeepMapped { kNo, kYes };
 
 // Checks a checkpoint directory: manifest.json present and parseable, of this format and
 // version, and every listed file present with the listed size and SHA-256 (each file is
-// memory-mapped and hashed in place). Errors: kNotFound (no manifest, a missing file), kParse,
-// kInvalidValue (size or SHA-256 mismatch, another version): the reason, without the directory.
-core::Result<VerifiedCheckpoint> verify_checkpoint(const std::filesystem::path& dir);
+// memory-mapped and hashed in place). With KeepMapped::kYes the mappings are returned, so a
+// reader parses the very pages it hashed: one pass over each file (docs/checkpoint-format.md).
+// Errors: kNotFound (no manifest, a missing file), kParse, kInvalidValue (size or SHA-256
+// mismatch, another version): the reason, without the directory.
+core::Result<VerifiedCheckpoint> verify_checkpoint(const std::filesystem::path& dir,
+                                                   KeepMapped keep = KeepMapped::kNo);
 
 }  // namespace grpo::io
