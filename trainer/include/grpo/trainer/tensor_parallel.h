@@ -55,8 +55,8 @@ std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& 
                                 int size);
 
 // Whether a parameter held whole on every TP rank sees only this rank's sequence rows under
-// sequence parallelism (the layer norms, the final norm, the MoE router, the shared expert and
-// its gate), so its gradient is summed over the TP group as well (Megatron-Core marks these
+// sequence parallelism (the layer norms, the final norm, the MoE router, the shared expert's
+// gate), so its gradient is summed over the TP group as well (Megatron-Core marks these
 // `sequence_parallel` and all-reduces their gradients over TP: finalize_model_grads.py
 // _allreduce_layernorm_grads). Not the experts (summed over the expert-data-parallel group) nor
 // q_norm/k_norm (they run after the all-gather, on this rank's heads: copy_to_tp on the weight).
