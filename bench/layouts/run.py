@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Memory per rank at each tested layout: what the planner estimates vs what grpo-trainer holds.
 
-For tiny-moe at every (ranks, EP) below and tiny-dense at every (ranks, TP), on the local-cpu
-profile, this runs
-  grpo-launch plan ... --set gpus_per_node=W --set tp=T --set ep=E --set dp=W/T
-      --set sequence_parallel=false --set distributed_optimizer=false --format json
+For tiny-moe at every (ranks, TP, EP) below and tiny-dense at every (ranks, TP), with sequence
+parallelism off or on (SP; on for tiny-moe with TP, which needs it), on the local-cpu profile,
+this runs
+  grpo-launch plan ... --set gpus_per_node=W --set tp=T --set ep=E --set etp=1 --set dp=W/T
+      --set sequence_parallel=SP --set distributed_optimizer=false --format json
 (the constraints `grpo-launch run` adds for the embedded trainer) and reads the per-device
 training items "actor weights", "actor gradients" and "actor optimizer states" (GiB, turned back
 into bytes), then starts W grpo-trainer ranks at that layout for one SFT step and reads each rank's
@@ -24,18 +25,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 LAUNCH = os.path.join(BUILD, "bin", "grpo-launch")
 TRAINER = os.path.join(BUILD, "bin", "grpo-trainer")
-# (model, ranks, TP, EP)
-CASES = [("tiny-moe", 2, 1, 1), ("tiny-moe", 2, 1, 2), ("tiny-moe", 4, 1, 1), ("tiny-moe", 4, 1, 2),
-         ("tiny-moe", 4, 1, 4), ("tiny-dense", 2, 1, 1), ("tiny-dense", 2, 2, 1),
-         ("tiny-dense", 4, 2, 1)]
+# (model, ranks, TP, EP, SP)
+CASES = [("tiny-moe", 2, 1, 1, False), ("tiny-moe", 2, 1, 2, False), ("tiny-moe", 4, 1, 1, False),
+         ("tiny-moe", 4, 1, 2, False), ("tiny-moe", 4, 1, 4, False), ("tiny-moe", 2, 2, 1, True),
+         ("tiny-moe", 4, 2, 2, True), ("tiny-moe", 4, 2, 4, True), ("tiny-dense", 2, 1, 1, False),
+         ("tiny-dense", 2, 2, 1, False), ("tiny-dense", 2, 2, 1, True),
+         ("tiny-dense", 4, 2, 1, False)]
 GIB = 1 << 30
 
 
-def planner(model, world, tp, ep):
+def flag(sp):
+    return "true" if sp else "false"
+
+
+def planner(model, world, tp, ep, sp):
     out = subprocess.run(
         [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--set", f"gpus_per_node={world}",
-         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", f"dp={world // tp}", "--set",
-         "sequence_parallel=false", "--set", "distributed_optimizer=false", "--format", "json"],
+         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", "etp=1", "--set", f"dp={world // tp}",
+         "--set",
+         f"sequence_parallel={flag(sp)}", "--set", "distributed_optimizer=false", "--format",
+         "json"],
         check=True, capture_output=True, text=True).stdout
     plan = json.loads(out)["plan"]
     items = plan["memory"]["training"]["items_gib"]
@@ -50,7 +59,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def trainer(model, world, tp, ep):
+def trainer(model, world, tp, ep, sp):
     port = free_port()
     with tempfile.TemporaryDirectory() as d:
         procs = []
@@ -64,7 +73,8 @@ def trainer(model, world, tp, ep):
                     "--set", "trainer.sft_batch_size=8", "--set", "data.val_size=8",
                     "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1",
                     "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}",
-                    "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}"]
+                    "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
+                    "--set", f"actor_rollout_ref.actor.megatron.sequence_parallel={flag(sp)}"]
             procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
         events = []
         for p in procs:
@@ -77,18 +87,18 @@ def trainer(model, world, tp, ep):
 
 
 def main():
-    print("| model | ranks | TP | EP | item | planner (bytes per device) | measured (bytes per rank) "
-          "| equal |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | ranks | TP | EP | SP | item | planner (bytes per device) | measured (bytes per "
+          "rank) | equal |")
+    print("|---|---|---|---|---|---|---|---|---|")
     ok = True
-    for model, world, tp, ep in CASES:
-        want = planner(model, world, tp, ep)
-        got = trainer(model, world, tp, ep)
+    for model, world, tp, ep, sp in CASES:
+        want = planner(model, world, tp, ep, sp)
+        got = trainer(model, world, tp, ep, sp)
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
             equal = values == [want[key]]
             ok &= equal
-            print(f"| {model} | {world} | {tp} | {ep} | {key} | {want[key]} | "
+            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {key} | {want[key]} | "
                   f"{', '.join(map(str, values))} | {'yes' if equal else 'NO'} |")
     return 0 if ok else 1
 

@@ -21,6 +21,8 @@
 #         sigint      Ctrl-C: checkpoint and exit 130; `supervise` continues the run
 #         layout      the plan's layout runs: EP=4 on 4 ranks trains to the end and `status` names
 #                     it; a PP=2 plan is refused before anything starts (the trainer lacks PP)
+#         moe_tp_ep   TP=2 x EP=2 of tiny-moe on 4 ranks (sequence parallelism on, as the planner
+#                     picks with TP > 1) trains to the end; `status` and the layout event name it
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -76,6 +78,23 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor and expert parallelism only; this layout needs PP=2" "$TEST_TMP/err2" ||
       fail "PP=2: $(cat "$TEST_TMP/err2")"
     [[ ! -e "$TEST_TMP/pp2" ]] || fail "PP=2: a run directory was created"
+    ;;
+  moe_tp_ep)
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=2 --set ep=2 >"$TEST_TMP/out" \
+      2>"$TEST_TMP/err" || { show; fail "TP=2 x EP=2 run failed"; }
+    "${check[@]}" "$run" --summary || fail "TP=2 x EP=2 run"
+    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    [[ "$got" == "TP=2 PP=1 CP=1 DP=2 EP=2 ETP=1" ]] || fail "status layout '$got'"
+    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+lay = [e for e in ev if e.get("type") == "layout"]
+assert lay, "no layout event"
+for e in lay:
+    assert (e["tp"], e["ep"], e["dp"], e["edp"], e["sequence_parallel"]) == (2, 2, 2, 2, True), e
+assert e["experts_per_rank"] == 4, e
+print("layout", {k: lay[0][k] for k in ("tp", "ep", "dp", "edp", "sequence_parallel")})
+PY
     ;;
   kill9)
     "$launch" "${base[@]}" --fault 'sigkill@step=5,rank=1' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||

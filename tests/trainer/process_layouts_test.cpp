@@ -10,7 +10,8 @@
 // (a TP group) samples and scores, only where each head, FFN column and vocabulary row is
 // computed. So every quantity of an EP run must equal the plain run's at the same number of
 // ranks, and a TP run's the plain run's with one rank per replica (world / TP), which never
-// splits a tensor or exchanges a token.
+// splits a tensor or exchanges a token. Sequence parallelism and TP x EP of an MoE model change
+// only where each row, head and expert is computed, so they compare with the same oracle.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +53,25 @@ std::vector<std::string> tp_args(int tp) {
   return with(base_args("tiny-dense"),
               {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" +
                             std::to_string(tp)});
+}
+
+// tiny-moe at TP `tp` x EP `ep`, with sequence parallelism when TP > 1 (Megatron-Core needs it
+// for MoE with TP).
+std::vector<std::string> moe_args(int tp, int ep) {
+  return with(
+      args_for(ep),
+      {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" + std::to_string(tp),
+       "--set",
+       std::string("actor_rollout_ref.actor.megatron.sequence_parallel=") +
+           (tp > 1 ? "true" : "false")});
+}
+
+// Batches whose rollout rows (3 prompts x 3 samples = 9 per decoding step) do not divide by
+// TP = 2: under sequence parallelism the last rank's rows end with a padding row.
+std::vector<std::string> odd_rows(std::vector<std::string> args) {
+  return with(std::move(args),
+              {"--set", "data.train_batch_size=3", "--set", "actor_rollout_ref.rollout.n=3",
+               "--set", "actor_rollout_ref.actor.ppo_mini_batch_size=3"});
 }
 
 std::string read_all(const fs::path& p) {
@@ -197,6 +217,136 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TensorParallel, ::testing::Values(TpCase{2, 2}
                                   std::to_string(p.param.world) + "ranks";
                          });
 
+// Sequence parallelism on tiny-dense at TP 2: the norms and residuals run on each rank's rows,
+// the split blocks on the gathered sequence. Nothing a replica computes changes, so the run
+// equals TP 2 without it and the 1-rank run (one replica either way). The rollout's rows do not
+// divide by TP (odd_rows), so the padding row is exercised.
+TEST(Layouts, SequenceParallelEqualsTensorParallelAndOneRank) {
+  const fs::path one = fresh_dir("layout-sp-one");
+  const fs::path tp = fresh_dir("layout-sp-tp");
+  const fs::path sp = fresh_dir("layout-sp-sp");
+  auto r1 = run_ranks(1, one, odd_rows(tp_args(1)));
+  auto rt = run_ranks(2, tp, odd_rows(tp_args(2)));
+  auto rs = run_ranks(2, sp,
+                      odd_rows(with(tp_args(2), {"--set",
+                                                 "actor_rollout_ref.actor.megatron.sequence_"
+                                                 "parallel=true"})));
+  expect_all_exit(r1, 0);
+  expect_all_exit(rt, 0);
+  expect_all_exit(rs, 0);
+  const auto layout = rs[0].of_type("layout");
+  ASSERT_EQ(layout.size(), 1u);
+  EXPECT_EQ(layout[0]["tp"], 2);
+  EXPECT_EQ(layout[0]["sequence_parallel"], true);
+  EXPECT_EQ(rt[0].of_type("layout").at(0)["sequence_parallel"], false);
+  expect_same_steps(r1[0], rs[0]);
+  expect_same_steps(rt[0], rs[0]);
+  expect_same_steps(rs[0], rs[1]);
+  expect_same_weights(final_weights(one), final_weights(sp));
+  expect_same_weights(final_weights(tp), final_weights(sp));
+  for (const auto& d : {one, tp, sp}) fs::remove_all(d);
+}
+
+struct MoeCase {
+  int world;
+  int tp;
+  int ep;
+};
+
+void PrintTo(const MoeCase& c, std::ostream* os) {
+  *os << "TP=" << c.tp << " x EP=" << c.ep << " on " << c.world << " ranks";
+}
+
+class MoeTensorParallel : public ::testing::TestWithParam<MoeCase> {};
+
+// tiny-moe at TP x EP (sequence parallelism on; experts whole, ETP = 1) equals the plain run
+// with one rank per replica (world / TP ranks, no TP, no EP): steps, final weights gathered from
+// the shards, and the expert load counted over the whole EP group.
+TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
+  const auto [world, tp, ep] = GetParam();
+  const std::string tag =
+      std::to_string(world) + "-" + std::to_string(tp) + "-" + std::to_string(ep);
+  const fs::path a = fresh_dir("layout-moe-dp-" + tag);
+  const fs::path b = fresh_dir("layout-moe-tp-" + tag);
+  // With one replica the rollout's rows do not divide by TP (odd_rows): a padding row.
+  auto odd = [&](std::vector<std::string> args) {
+    return world == tp ? odd_rows(std::move(args)) : args;
+  };
+  auto ra = run_ranks(world / tp, a, odd(moe_args(1, 1)));
+  auto rb = run_ranks(world, b, odd(moe_args(tp, ep)));
+  expect_all_exit(ra, 0);
+  expect_all_exit(rb, 0);
+  const auto layout = rb[0].of_type("layout");
+  ASSERT_EQ(layout.size(), 1u);
+  EXPECT_EQ(layout[0]["tp"], tp);
+  EXPECT_EQ(layout[0]["ep"], ep);
+  EXPECT_EQ(layout[0]["dp"], world / tp);
+  EXPECT_EQ(layout[0]["edp"], world / ep);
+  EXPECT_EQ(layout[0]["sequence_parallel"], true);
+  expect_same_steps(ra[0], rb[0]);
+  for (int r = 1; r < world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
+  expect_same_weights(final_weights(a), final_weights(b));
+  const auto la = ra[0].of_type("expert_load");
+  const auto lb = rb[0].of_type("expert_load");
+  ASSERT_EQ(la.size(), lb.size());
+  ASSERT_FALSE(la.empty());
+  for (std::size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
+  }
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+// TP 2 alone (every rank runs every expert on its own rows), TP 2 x EP 2 (the EP group is the TP
+// group: rank map, docs/parallelism.md) and TP 2 x EP 4 (the EP group spans both replicas).
+INSTANTIATE_TEST_SUITE_P(Layouts, MoeTensorParallel,
+                         ::testing::Values(MoeCase{2, 2, 1}, MoeCase{4, 2, 2}, MoeCase{4, 2, 4}),
+                         [](const auto& p) {
+                           return "tp" + std::to_string(p.param.tp) + "_ep" +
+                                  std::to_string(p.param.ep) + "_on_" +
+                                  std::to_string(p.param.world) + "ranks";
+                         });
+
+// A checkpoint written at TP=2 x EP=2 on 4 ranks resumes at TP=1 on 2 ranks (EP=1), and the
+// reverse: two data-parallel replicas either way, so the steps after the resume equal those of an
+// uninterrupted run at the new layout.
+TEST(Layouts, CheckpointsMoveBetweenMoeTensorExpertLayouts) {
+  struct At {
+    int world, tp, ep;
+  };
+  for (const auto& [from, to] :
+       {std::pair{At{4, 2, 2}, At{2, 1, 1}}, std::pair{At{2, 1, 1}, At{4, 2, 2}}}) {
+    const std::string tag = std::to_string(from.world) + "-" + std::to_string(to.world);
+    const fs::path plain = fresh_dir("layout-moe-plain-" + tag);
+    const fs::path moved = fresh_dir("layout-moe-moved-" + tag);
+    auto rp = run_ranks(to.world, plain, moe_args(to.tp, to.ep));
+    expect_all_exit(rp, 0);
+    auto r1 = run_ranks(from.world, moved,
+                        with(moe_args(from.tp, from.ep), {"--set", "trainer.save_freq=3", "--fault",
+                                                          "exit@step=4,code=9,rank=0"}));
+    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
+    auto r2 = run_ranks(to.world, moved, moe_args(to.tp, to.ep));
+    expect_all_exit(r2, 0);
+    const auto loaded = r2[0].of_type("checkpoint_loaded");
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0]["step"], 3);
+    EXPECT_EQ(loaded[0]["resharded"], false);
+    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
+    const auto sp = rp[0].of_type("step");
+    const auto sm = r2[0].of_type("step");
+    ASSERT_EQ(sp.size(), 5u);
+    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl", "aux_loss"}) {
+        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
+      }
+    }
+    expect_same_weights(final_weights(plain), final_weights(moved));
+    fs::remove_all(plain);
+    fs::remove_all(moved);
+  }
+}
+
 // A checkpoint written at TP=2 on 2 ranks resumes on 1 rank without TP, and the reverse: one
 // data-parallel replica either way, so it continues the same sampling stream and the steps after
 // the resume equal those of an uninterrupted run at the new layout.
@@ -279,19 +429,16 @@ TEST(Layouts, UnbuiltLayoutsAreRefusedWithOneLine) {
                                   "only; this layout needs PP=2"),
             std::string::npos)
       << r[0].stderr_text;
+  // TP for an MoE model without sequence parallelism (Megatron-Core refuses it too).
   auto moe_tp =
       run_ranks(2, d,
                 with(args_for(1),
                      {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"}));
   expect_all_exit(moe_tp, 2);
-  EXPECT_NE(moe_tp[0].stderr_text.find("TP=2 with the MoE model tiny-moe"), std::string::npos)
+  EXPECT_NE(
+      moe_tp[0].stderr_text.find("TP=2 with the MoE model tiny-moe needs sequence parallelism"),
+      std::string::npos)
       << moe_tp[0].stderr_text;
-  auto sp = run_ranks(
-      2, d, with(tp_args(2), {"--set", "actor_rollout_ref.actor.megatron.sequence_parallel=true"}));
-  expect_all_exit(sp, 2);
-  EXPECT_NE(sp[0].stderr_text.find("the embedded trainer has no sequence parallelism"),
-            std::string::npos)
-      << sp[0].stderr_text;
   // TP 4 exceeds tiny-dense's 2 K/V heads (Megatron-Core would replicate them; not built).
   auto kv = run_ranks(4, d, tp_args(4));
   expect_all_exit(kv, 2);

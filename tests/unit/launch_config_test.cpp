@@ -113,12 +113,13 @@ TEST(EmbeddedTrainerLayout, RunsDataTensorAndExpertParallelismOnly) {
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{8, 1, 1, 1, 1, 1}, false, dense),
             "TP=8 does not split d (28 heads, 4 K/V heads, FFN 18944, vocabulary 152064): the "
             "embedded trainer needs TP to divide the heads, K/V heads, FFN and vocabulary");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, true, dense),
-            "the embedded trainer has no sequence parallelism (set sequence_parallel=false, or "
-            "run your own trainer with --trainer-cmd)");
+  // Sequence parallelism runs with TP, on dense models by choice and on MoE models always
+  // (Megatron-Core requires it there), with or without EP.
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, true, dense), "");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, false, moe),
-            "TP=2 with the MoE model m: the embedded trainer splits dense models only (use EP "
-            "for the experts)");
+            "TP=2 with the MoE model m needs sequence parallelism (set sequence_parallel=true)");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, true, moe), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 2, 2, 1}, true, moe), "");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, false, moe),
             "the embedded trainer runs data, tensor and expert parallelism only; this layout "
             "needs PP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
@@ -156,8 +157,8 @@ TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) 
   c.ep = 4;
   LayoutConstraints loose = c;
   limit_to_embedded_trainer(loose, false);
-  EXPECT_FALSE(loose.tp.has_value());  // TP is searched (dense models split; MoE needs SP)
-  EXPECT_EQ(loose.sequence_parallel, false);
+  EXPECT_FALSE(loose.tp.has_value());  // TP is searched, and SP with it (the planner's default)
+  EXPECT_FALSE(loose.sequence_parallel.has_value());
   EXPECT_FALSE(loose.distributed_optimizer.has_value());
   limit_to_embedded_trainer(c, true);
   EXPECT_FALSE(c.tp.has_value());

@@ -182,6 +182,52 @@ at::Tensor squared_norm(const std::vector<at::Tensor>& grads) {
   return sum;
 }
 
+void clip(std::vector<at::Tensor>& grads, double total, double max_norm) {
+  if (!std::isfinite(total)) return;
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1.0) {
+    for (at::Tensor& g : grads) g.mul_(coef);
+  }
+}
+
+// reduce_and_clip_gradients under tensor parallelism (TensorGroups says which group sums what).
+core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communicator& world,
+                                            std::int64_t bucket_bytes, double max_norm,
+                                            const TensorGroups& g) {
+  // Slices and replicated parameters with whole gradients: over the replicas of this rank's
+  // slices. Replicated parameters of sequence rows: over the world. Experts: over EDP.
+  std::vector<at::Tensor> sliced, whole, rows, experts;
+  for (const auto& [name, p] : params) {
+    at::Tensor& p_ref = const_cast<at::Tensor&>(p);
+    if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
+    at::Tensor grad = p_ref.grad();
+    if (g.sliced(name)) {
+      sliced.push_back(grad);
+    } else if (expert_index(name) >= 0) {
+      experts.push_back(grad);
+    } else if (g.sequence_partial && g.sequence_partial(name)) {
+      rows.push_back(grad);
+    } else {
+      whole.push_back(grad);
+    }
+  }
+  std::vector<at::Tensor> by_dp = sliced;
+  by_dp.insert(by_dp.end(), whole.begin(), whole.end());
+  GRPO_TRY_STATUS(reduce_buckets(by_dp, g.dp, bucket_bytes, g.replicas));
+  if (!rows.empty()) GRPO_TRY_STATUS(reduce_buckets(rows, &world, bucket_bytes, g.replicas));
+  if (!experts.empty()) GRPO_TRY_STATUS(reduce_buckets(experts, g.edp, bucket_bytes, g.replicas));
+  // Replicated parameters count once; each slice lives on one rank of the TP group, each expert
+  // on one rank of the EP group.
+  at::Tensor sq_tp = squared_norm(sliced);
+  if (g.tp != nullptr) GRPO_TRY_STATUS(g.tp->allreduce_sum(sq_tp));
+  at::Tensor sq_ep = squared_norm(experts);
+  if (g.ep != nullptr) GRPO_TRY_STATUS(g.ep->allreduce_sum(sq_ep));
+  const double total =
+      std::sqrt((squared_norm(whole) + squared_norm(rows) + sq_tp + sq_ep).item<double>());
+  for (auto* set : {&sliced, &whole, &rows, &experts}) clip(*set, total, max_norm);
+  return total;
+}
+
 }  // namespace
 
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
@@ -189,32 +235,17 @@ core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Commu
                                                const ExpertGroups* experts,
                                                const TensorGroups* tensors) {
   torch::NoGradGuard no_grad;
+  if (tensors != nullptr) {
+    return reduce_tensor_parallel(params, comm, bucket_bytes, max_norm, *tensors);
+  }
   std::vector<at::Tensor> grads, shard;
   for (const auto& [name, p] : params) {
     at::Tensor& p_ref = const_cast<at::Tensor&>(p);
     if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
-    const bool sharded = (experts != nullptr && expert_index(name) >= 0) ||
-                         (tensors != nullptr && tensors->sliced(name));
+    const bool sharded = experts != nullptr && expert_index(name) >= 0;
     (sharded ? shard : grads).push_back(p_ref.grad());
   }
   const int world = comm.world_size();
-  if (tensors != nullptr) {
-    // Slices and replicated parameters alike are summed over the replicas of this rank's slices.
-    std::vector<at::Tensor> all = grads;
-    all.insert(all.end(), shard.begin(), shard.end());
-    GRPO_TRY_STATUS(reduce_buckets(all, tensors->dp, bucket_bytes, tensors->replicas));
-    // Replicated parameters count once; each slice lives on one rank of the TP group.
-    at::Tensor sq = squared_norm(shard);
-    if (tensors->tp != nullptr) GRPO_TRY_STATUS(tensors->tp->allreduce_sum(sq));
-    const double total = std::sqrt((squared_norm(grads) + sq).item<double>());
-    if (std::isfinite(total)) {
-      const double coef = max_norm / (total + 1e-6);
-      if (coef < 1.0) {
-        for (at::Tensor& g : all) g.mul_(coef);
-      }
-    }
-    return total;
-  }
   if (world > 1) {
     GRPO_TRY_STATUS(reduce_buckets(grads, &comm, bucket_bytes, world));
     if (!shard.empty()) GRPO_TRY_STATUS(reduce_buckets(shard, experts->edp, bucket_bytes, world));

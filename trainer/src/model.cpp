@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "collective_autograd.h"
 #include "grpo/trainer/expert_parallel.h"
 
 namespace grpo::trainer {
@@ -48,7 +49,8 @@ at::Tensor Embedding::forward(const at::Tensor& tokens) const {
   at::Tensor here = (tokens >= vocab_begin) & (tokens < vocab_begin + weight.size(0));
   at::Tensor local = at::where(here, tokens - vocab_begin, at::zeros_like(tokens));
   at::Tensor rows = at::embedding(weight, local) * here.unsqueeze(-1).to(weight.scalar_type());
-  return reduce_from_tp(rows, tp);
+  // Under sequence parallelism the caller reduce-scatters the partial rows (sp_reduce_scatter).
+  return tp.sp() ? rows : reduce_from_tp(rows, tp);
 }
 
 RmsNorm::RmsNorm(std::int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
@@ -69,10 +71,11 @@ SwiGlu::SwiGlu(std::int64_t hidden, std::int64_t ffn, const at::TensorOptions& o
 }
 
 at::Tensor SwiGlu::forward(const at::Tensor& x) const {
-  // Column-parallel gate/up, row-parallel down (identities without TP).
-  const at::Tensor xt = copy_to_tp(x, tp);
-  return reduce_from_tp(down_proj->forward(at::silu(gate_proj->forward(xt)) * up_proj->forward(xt)),
-                        tp);
+  // Column-parallel gate/up, row-parallel down (identities without TP). Under sequence
+  // parallelism the caller gathers x and reduce-scatters the partial output.
+  const at::Tensor xt = tp.sp() ? x : copy_to_tp(x, tp);
+  at::Tensor y = down_proj->forward(at::silu(gate_proj->forward(xt)) * up_proj->forward(xt));
+  return tp.sp() ? y : reduce_from_tp(y, tp);
 }
 
 Attention::Attention(const core::ModelSpec& spec, const at::TensorOptions& options,
@@ -100,7 +103,8 @@ at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, cons
                               std::int64_t layer) const {
   const std::int64_t b = x.size(0);
   const std::int64_t t = x.size(1);
-  const at::Tensor xt = copy_to_tp(x, tp);  // column-parallel q, k, v
+  // Column-parallel q, k, v (under sequence parallelism x is already gathered: DecoderLayer).
+  const at::Tensor xt = tp.sp() ? x : copy_to_tp(x, tp);
   at::Tensor q = q_proj->forward(xt).view({b, t, heads, head_dim});
   at::Tensor k = k_proj->forward(xt).view({b, t, kv_heads, head_dim});
   at::Tensor v = v_proj->forward(xt).view({b, t, kv_heads, head_dim});
@@ -129,12 +133,14 @@ at::Tensor Attention::forward(const kernels::Ops& ops, const at::Tensor& x, cons
   at::Tensor probs = at::softmax(scores.to(at::kFloat), -1).to(q.scalar_type());
   at::Tensor out = at::matmul(probs.view({b, kv_heads, groups * t, tk}), v);
   out = out.view({b, heads, t, head_dim}).transpose(1, 2).reshape({b, t, heads * head_dim});
-  return reduce_from_tp(o_proj->forward(out), tp);  // row-parallel o
+  at::Tensor y = o_proj->forward(out);  // row-parallel o
+  return tp.sp() ? y : reduce_from_tp(y, tp);
 }
 
 MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options,
-                   const ExpertShard& shard)
-    : num_experts(spec.num_experts),
+                   const ExpertShard& shard, const TensorShard& tp_in)
+    : tp(tp_in),
+      num_experts(spec.num_experts),
       top_k(spec.experts_per_token),
       expert_begin(shard.begin),
       ep_group(shard.group),
@@ -151,10 +157,11 @@ MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options
   }
   if (spec.num_shared_experts > 0) {
     // Qwen2-MoE has one shared expert whose width is the sum of the shared experts' widths.
+    // Split over TP like a dense MLP (Megatron-Core's SharedExpertMLP).
     shared_expert = register_module(
         "shared_expert",
         std::make_shared<SwiGlu>(h, spec.num_shared_experts * spec.shared_expert_ffn_hidden_size,
-                                 options));
+                                 options, tp));
     if (spec.shared_expert_gate) {
       shared_expert_gate =
           register_module("shared_expert_gate", std::make_shared<Linear>(h, 1, false, options));
@@ -163,7 +170,7 @@ MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options
 }
 
 at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
-                             at::Tensor* aux) {
+                             at::Tensor* aux, const SequenceSplit* split) {
   at::Tensor router_logits = gate->forward(x);
   if (force_bias != 0.0) {
     at::Tensor bias = at::zeros({num_experts}, router_logits.options());
@@ -190,7 +197,11 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
     if (!ys.empty()) out = out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
   }
   if (shared_expert) {
-    at::Tensor s = shared_expert->forward(x);
+    // Under sequence parallelism the (TP-split) shared expert runs on the gathered sequence.
+    at::Tensor s =
+        split == nullptr
+            ? shared_expert->forward(x)
+            : sp_reduce_scatter(shared_expert->forward(sp_gather(x, *split, tp)), *split, tp);
     if (shared_expert_gate) s = at::sigmoid(shared_expert_gate->forward(x)) * s;
     out = out + s;
   }
@@ -200,6 +211,10 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
   // sum to top_k), P_i = mean router probability of i. The router counted the valid tokens' pairs.
   at::Tensor probs = r.probs;
   if (valid.defined()) probs = probs.index_select(0, at::nonzero(valid).squeeze(1));
+  if (tp.sp()) {
+    sequence_parallel_aux(probs, r.tokens_per_expert, aux);
+    return out;
+  }
   const std::int64_t real = probs.size(0);
   if (real > 0) {
     const at::Tensor& counts = r.tokens_per_expert;
@@ -212,6 +227,27 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
     }
   }
   return out;
+}
+
+void MoeBlock::sequence_parallel_aux(const at::Tensor& probs, const at::Tensor& counts,
+                                     at::Tensor* aux) {
+  // The rows of one micro batch are spread over the TP group: f_i and P_i are the whole micro
+  // batch's (counts, token count and probability sums summed over the group; the probability sum
+  // differentiably, reduce_from_tp), so every rank adds the single-rank run's loss.
+  at::Tensor c = counts.to(at::kLong).cpu();
+  if (collect_load) {
+    const auto* p = c.data_ptr<std::int64_t>();
+    for (std::size_t e = 0; e < load.size(); ++e) load[e] += p[e];
+  }
+  at::Tensor totals = at::cat({c, at::tensor({probs.size(0)}, at::kLong)});
+  check_collective(tp.group->allreduce_sum(totals), "sequence-parallel");
+  const std::int64_t real = totals[num_experts].item<std::int64_t>();
+  at::Tensor prob_sum = reduce_from_tp(probs.sum(0), tp);
+  if (real == 0) return;
+  at::Tensor f = totals.narrow(0, 0, num_experts).to(probs.device()).to(probs.scalar_type()) /
+                 static_cast<double>(real);
+  *aux = *aux + static_cast<double>(num_experts) *
+                    (f * (prob_sum / static_cast<double>(real))).sum().to(aux->scalar_type());
 }
 
 at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const {
@@ -247,7 +283,7 @@ DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
       register_module("post_attention_layernorm",
                       std::make_shared<RmsNorm>(spec.hidden_size, spec.rms_norm_eps, options));
   if (spec.is_moe() && index >= spec.first_k_dense_layers) {
-    moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options, shard));
+    moe = register_module("mlp", std::make_shared<MoeBlock>(spec, options, shard, tp));
   } else {
     mlp = register_module(
         "mlp", std::make_shared<SwiGlu>(spec.hidden_size, spec.ffn_hidden_size, options, tp));
@@ -257,7 +293,18 @@ DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,
 at::Tensor DecoderLayer::forward(const kernels::Ops& ops, const at::Tensor& x,
                                  const at::Tensor& cos, const at::Tensor& sin,
                                  const at::Tensor& mask, const at::Tensor& valid, KvCache* cache,
-                                 at::Tensor* aux) {
+                                 at::Tensor* aux, const SequenceSplit* split) {
+  if (split != nullptr) {
+    // Sequence parallelism: x holds this rank's rows; the norms, the residual adds and the MoE
+    // layer run on them, the attention and a dense MLP on the gathered sequence.
+    const TensorShard& tp = self_attn->tp;
+    at::Tensor a = self_attn->forward(ops, sp_gather(input_layernorm->forward(ops, x), *split, tp),
+                                      cos, sin, mask, cache, index);
+    at::Tensor h = x + sp_reduce_scatter(a, *split, tp);
+    at::Tensor normed = post_attention_layernorm->forward(ops, h);
+    if (moe) return h + moe->forward(ops, normed, valid, aux, split);
+    return h + sp_reduce_scatter(mlp->forward(sp_gather(normed, *split, tp)), *split, tp);
+  }
   at::Tensor h =
       x + self_attn->forward(ops, input_layernorm->forward(ops, x), cos, sin, mask, cache, index);
   at::Tensor normed = post_attention_layernorm->forward(ops, h);
@@ -350,6 +397,14 @@ ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& posit
   const std::int64_t past = cache != nullptr ? cache->length : 0;
   const std::int64_t tk = past + t;
   at::Tensor x = model_->embed_tokens->forward(tokens);
+  // Under sequence parallelism the layers hold this rank's rows of the flattened sequence.
+  const bool sp = tp_.sp();
+  const SequenceSplit split = sequence_split(tokens.size(0), t, tp_);
+  at::Tensor layer_valid = valid;
+  if (sp) {
+    x = sp_reduce_scatter(x, split, tp_);
+    layer_valid = sp_valid(valid, split, tp_, x.device());
+  }
 
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_.to(x.device());
   at::Tensor emb = at::cat({freqs, freqs}, -1);
@@ -366,10 +421,13 @@ ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& posit
 
   at::Tensor aux = at::zeros({}, x.options());
   for (auto& layer : model_->layers) {
-    x = layer->forward(ops_, x, cos, sin, mask, valid, cache, &aux);
+    x = layer->forward(ops_, x, cos, sin, mask, layer_valid, cache, &aux, sp ? &split : nullptr);
   }
   if (cache != nullptr) cache->length += t;
-  return ModelOutput{model_->norm->forward(ops_, x), aux};
+  at::Tensor hidden = model_->norm->forward(ops_, x);
+  // The LM head and the loss see the whole sequence (their input gradient is whole already).
+  if (sp) hidden = sp_gather_whole_grad(hidden, split, tp_);
+  return ModelOutput{hidden, aux};
 }
 
 at::Tensor QwenModel::logits(const at::Tensor& hidden) const {

@@ -12,7 +12,7 @@ std::pair<std::int64_t, std::int64_t> ParallelState::local_experts(std::int64_t 
 }
 
 TensorShard ParallelState::tensor_shard() const {
-  return tp ? TensorShard{coords.tp, dims.tp, tp.get()} : TensorShard{};
+  return tp ? TensorShard{coords.tp, dims.tp, tp.get(), sequence_parallel} : TensorShard{};
 }
 
 int ParallelState::owner_of_expert(std::int64_t e, std::int64_t experts) const {
@@ -72,7 +72,7 @@ core::Result<ParallelState> make_parallel_state(Communicator& world, const core:
   if (st.ep_members.size() > 1) {
     GRPO_TRY(st.ep, world.subgroup(st.ep_members, "ep" + std::to_string(st.ep_members.front())));
   }
-  if (st.edp_members.size() > 1 && dims.ep > 1) {
+  if (st.edp_members.size() > 1 && (dims.ep > 1 || dims.tp > 1)) {
     GRPO_TRY(st.edp,
              world.subgroup(st.edp_members, "edp" + std::to_string(st.edp_members.front())));
   }

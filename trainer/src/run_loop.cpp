@@ -170,7 +170,7 @@ void TrainingRun::emit_layout() {
   }
   nlohmann::json fields = core::dims_to_json(d);
   fields.update(
-      nlohmann::json{{"sequence_parallel", cfg.sequence_parallel},
+      nlohmann::json{{"sequence_parallel", ctx_.par.sequence_parallel},
                      {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
                      {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
                      {"token_exchange", d.ep > 1 ? "all-gather" : "none"},
@@ -188,6 +188,7 @@ int TrainingRun::run() {
                                  world.world_size > 1 ? world.local_rank : 0);
   if (!par.ok()) return fail(par.error());
   ctx_.par = std::move(par).value();
+  ctx_.par.sequence_parallel = cfg.sequence_parallel && ctx_.par.dims.tp > 1;
   spdlog::info("layout {}{}", ctx_.par.describe(),
                ctx_.par.ep ? fmt::format(", experts {}..{} on this rank",
                                          ctx_.par.local_experts(ctx_.spec.num_experts).first,

@@ -13,10 +13,20 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   const auto bucket = static_cast<std::int64_t>(cfg.bucket_mb * 1024 * 1024);
   const ExpertGroups groups{ctx.par.ep.get(), ctx.par.edp.get()};
   const TensorShard tp = st.model->tensor_shard();
-  const TensorGroups tensors{ctx.par.dp.get(), ctx.par.tp.get(), ctx.par.data_ranks(),
-                             [&](const std::string& name) {
-                               return tp_slice(ctx.spec, name, tp.rank, tp.size).has_value();
-                             }};
+  TensorGroups tensors;
+  tensors.dp = ctx.par.dp.get();
+  tensors.tp = ctx.par.tp.get();
+  tensors.replicas = ctx.par.data_ranks();
+  tensors.sliced = [&](const std::string& name) {
+    return tp_slice(ctx.spec, name, tp.rank, tp.size).has_value();
+  };
+  if (tp.sp()) {
+    tensors.sequence_partial = [&](const std::string& name) {
+      return sequence_partial(ctx.spec, name);
+    };
+  }
+  tensors.edp = ctx.par.edp.get();
+  tensors.ep = ctx.par.ep.get();
   GRPO_TRY(double norm,
            reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip,
                                      st.model->expert_parallel() ? &groups : nullptr,

@@ -1,5 +1,7 @@
 #include "grpo/trainer/tensor_parallel.h"
 
+#include <algorithm>
+
 #include "collective_autograd.h"
 
 namespace grpo::trainer {
@@ -43,7 +45,82 @@ bool differentiable(const at::Tensor& x) {
   return x.requires_grad() && at::GradMode::is_enabled();
 }
 
+// [local, ...] -> [TP * local, ...]: every rank's rows in group order. No gradient.
+at::Tensor all_gathered_rows(const at::Tensor& x, Communicator& group) {
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape[0] *= group.world_size();
+  at::Tensor all = at::empty(shape, x.options());
+  check_collective(group.allgather(x.detach().contiguous(), all), kWhat);
+  return all;
+}
+
+// All-gather forward; backward this rank's rows of the (already whole) gradient.
+struct GatherWholeGrad : public torch::autograd::Function<GatherWholeGrad> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* group) {
+    ctx->saved_data["rows"] = x.size(0);
+    ctx->saved_data["rank"] = static_cast<std::int64_t>(group->rank());
+    return all_gathered_rows(x, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::int64_t rows = ctx->saved_data["rows"].toInt();
+    const std::int64_t rank = ctx->saved_data["rank"].toInt();
+    return {grads[0].narrow(0, rank * rows, rows).contiguous(), at::Tensor()};
+  }
+};
+
+std::vector<std::int64_t> equal_counts(const SequenceSplit& split, const TensorShard& tp) {
+  return std::vector<std::int64_t>(static_cast<std::size_t>(tp.size), split.local);
+}
+
+// [TP * local, H] -> [B, T, H]: the padding rows dropped.
+at::Tensor unpad(const at::Tensor& rows, const SequenceSplit& split) {
+  std::vector<std::int64_t> shape{split.batch, split.length};
+  for (std::int64_t d = 1; d < rows.dim(); ++d) shape.push_back(rows.size(d));
+  return rows.narrow(0, 0, split.rows()).reshape(shape);
+}
+
 }  // namespace
+
+bool sequence_partial(const core::ModelSpec& spec, const std::string& name) {
+  if (tp_slice(spec, name, 0, 2)) return false;
+  if (name.find(".experts.") != std::string::npos) return false;
+  return !ends_with(name, "q_norm.weight") && !ends_with(name, "k_norm.weight");
+}
+
+SequenceSplit sequence_split(std::int64_t batch, std::int64_t length, const TensorShard& tp) {
+  SequenceSplit s{batch, length, 0};
+  s.local = (s.rows() + tp.size - 1) / tp.size;
+  return s;
+}
+
+at::Tensor sp_valid(const at::Tensor& valid, const SequenceSplit& split, const TensorShard& tp,
+                    const at::Device& device) {
+  at::Tensor all = at::zeros({split.local * tp.size}, at::TensorOptions().dtype(at::kBool));
+  if (valid.defined()) {
+    all.narrow(0, 0, split.rows()).copy_(valid.reshape({-1}).to(at::kCPU));
+  } else {
+    all.narrow(0, 0, split.rows()).fill_(true);
+  }
+  return all.narrow(0, tp.rank * split.local, split.local).to(device);
+}
+
+at::Tensor sp_gather(const at::Tensor& x, const SequenceSplit& split, const TensorShard& tp) {
+  return unpad(gather_rows(x, equal_counts(split, tp), *tp.group), split);
+}
+
+at::Tensor sp_gather_whole_grad(const at::Tensor& x, const SequenceSplit& split,
+                                const TensorShard& tp) {
+  if (!differentiable(x)) return unpad(all_gathered_rows(x, *tp.group), split);
+  return unpad(GatherWholeGrad::apply(x, tp.group), split);
+}
+
+at::Tensor sp_reduce_scatter(const at::Tensor& y, const SequenceSplit& split,
+                             const TensorShard& tp) {
+  at::Tensor rows = y.reshape({split.rows(), -1});
+  const std::int64_t pad = split.local * tp.size - split.rows();
+  if (pad > 0) rows = at::constant_pad_nd(rows, {0, 0, 0, pad});
+  return reduce_scatter_rows(rows, equal_counts(split, tp), *tp.group);
+}
 
 std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
                                 int size) {
@@ -66,6 +143,14 @@ std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& 
     return TpSlice{0, rank * ffn, ffn};
   }
   if (ends_with(name, ".mlp.down_proj.weight")) return TpSlice{1, rank * ffn, ffn};
+  // The shared expert is split like a dense MLP (Megatron-Core's SharedExpertMLP is column/row
+  // parallel over TP); the routed experts are whole (ETP = 1).
+  const std::int64_t shared = spec.num_shared_experts * spec.shared_expert_ffn_hidden_size / size;
+  if (ends_with(name, ".shared_expert.gate_proj.weight") ||
+      ends_with(name, ".shared_expert.up_proj.weight")) {
+    return TpSlice{0, rank * shared, shared};
+  }
+  if (ends_with(name, ".shared_expert.down_proj.weight")) return TpSlice{1, rank * shared, shared};
   if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) {
     const std::int64_t v = spec.vocab_size / size;
     return TpSlice{0, rank * v, v};

@@ -98,21 +98,24 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
            "needs " +
            missing + " (set them to 1, or run your own trainer with --trainer-cmd)";
   }
-  if (sequence_parallel) {
-    return "the embedded trainer has no sequence parallelism (set sequence_parallel=false, or "
-           "run your own trainer with --trainer-cmd)";
-  }
   if (d.tp > 1) {
     const std::string tp = "TP=" + std::to_string(d.tp);
-    if (model.is_moe()) {
+    if (model.is_moe() && !sequence_parallel) {
+      // Megatron-Core refuses it too (TransformerConfig: sequence parallelism must be on for
+      // MoE with TP > 1); the MoE layer works on each TP rank's own rows of the sequence.
       return tp + " with the MoE model " + model.name +
-             ": the embedded trainer splits dense models only (use EP for the experts)";
+             " needs sequence parallelism (set sequence_parallel=true)";
     }
     auto divides = [&](std::int64_t n) { return n % d.tp == 0; };
     const std::int64_t kv = model.num_kv_heads;
+    // The dense FFN is split only where there are dense layers, the shared experts like it; the
+    // routed experts are whole (ETP = 1).
+    const bool dense_ffn = !model.is_moe() || model.first_k_dense_layers > 0;
+    const std::int64_t shared = model.num_shared_experts * model.shared_expert_ffn_hidden_size;
     // TP above the K/V heads (Megatron-Core replicates them) is not built: the replicas'
     // gradients would need a reduction over the ranks sharing a head.
-    if (!divides(model.num_attention_heads) || !divides(kv) || !divides(model.ffn_hidden_size) ||
+    if (!divides(model.num_attention_heads) || !divides(kv) ||
+        (dense_ffn && !divides(model.ffn_hidden_size)) || !divides(shared) ||
         !divides(model.vocab_size)) {
       return tp + " does not split " + model.name + " (" +
              std::to_string(model.num_attention_heads) + " heads, " + std::to_string(kv) +
@@ -137,7 +140,6 @@ void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
   for (std::optional<int>* size : {&c.pp, &c.cp, &c.etp}) {
     if (!size->has_value()) *size = 1;
   }
-  if (!c.sequence_parallel) c.sequence_parallel = false;
   if (!as_it_runs) return;
   // It keeps the whole optimizer state on every rank, offloads nothing and recomputes nothing:
   // the memory the planner estimates is then the memory that runs.

@@ -91,12 +91,20 @@ struct ExpertGroups {
 // Under tensor parallelism: the ranks holding the same slices (dp, null when there are none:
 // the gradients of this rank's parameters are summed over it instead of the world and divided by
 // `replicas`), the TP group (the sliced parameters' squares are summed over it in the norm) and
-// which parameters are sliced (the others are replicated with identical gradients).
+// which parameters are sliced (the others are replicated with identical gradients). Under
+// sequence parallelism (sequence_partial set) the replicated parameters it names saw only this
+// rank's rows: they are summed over the whole world (TP x DP) instead, divided by `replicas`.
+// With an MoE model the experts (whole on each rank, ETP = 1) are summed over `edp` (the ranks
+// holding the same experts, null when none) and divided by `replicas`; their squares are summed
+// over `ep` (null without EP: every rank then holds every expert) in the norm.
 struct TensorGroups {
   Communicator* dp = nullptr;
   Communicator* tp = nullptr;
   int replicas = 1;
   std::function<bool(const std::string&)> sliced;
+  std::function<bool(const std::string&)> sequence_partial;  // empty without SP
+  Communicator* edp = nullptr;
+  Communicator* ep = nullptr;
 };
 
 // Whether a parameter (or optimizer state) name is one of an MoE layer's experts
@@ -108,8 +116,8 @@ std::int64_t expert_index(const std::string& name);
 // Undefined gradients become zeros first. With `experts`, the expert parameters (this rank's
 // shard) are summed over experts->edp instead, divided by the world size like the others (each
 // already holds the gradient of every rank of its EP group), and their squares summed over
-// experts->ep in the norm. With `tensors` (not with `experts`), see TensorGroups. Errors: the
-// communicator's.
+// experts->ep in the norm. With `tensors` (`experts` is then ignored), see TensorGroups. Errors:
+// the communicator's.
 core::Result<double> reduce_and_clip_gradients(const NamedTensors& params, Communicator& comm,
                                                std::int64_t bucket_bytes, double max_norm,
                                                const ExpertGroups* experts = nullptr,

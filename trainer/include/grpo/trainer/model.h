@@ -107,15 +107,20 @@ class Attention : public torch::nn::Module {
 
 class MoeBlock : public torch::nn::Module {
  public:
-  MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard);
+  // `tp`: with sequence parallelism the layer sees this rank's rows of the micro batch and
+  // computes the aux loss over the TP group's (experts are not split over TP: ETP = 1).
+  MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard,
+           const TensorShard& tp = {});
   // x [N, H]; valid [N] bool marks the tokens that count for the aux loss and the load stats
-  // (undefined: all). Returns [N, H] and adds this layer's aux loss to *aux.
+  // (undefined: all). Returns [N, H] and adds this layer's aux loss to *aux. With `split`
+  // (sequence parallelism) x is this rank's rows of the micro batch.
   at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& valid,
-                     at::Tensor* aux);
+                     at::Tensor* aux, const SequenceSplit* split = nullptr);
   std::shared_ptr<Linear> gate;                  // router, hidden -> experts, no bias
   std::vector<std::shared_ptr<SwiGlu>> experts;  // the local ones: global index expert_begin + i
   std::shared_ptr<SwiGlu> shared_expert;         // null without a shared expert
   std::shared_ptr<Linear> shared_expert_gate;    // null without the sigmoid gate
+  TensorShard tp;
   std::int64_t num_experts, top_k;
   std::int64_t expert_begin = 0;
   Communicator* ep_group = nullptr;
@@ -127,15 +132,19 @@ class MoeBlock : public torch::nn::Module {
  private:
   // The expert outputs of x's tokens, weighted, with experts spread over the EP group.
   at::Tensor experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const;
+  // The aux loss under sequence parallelism (probs: the valid rows' router probabilities).
+  void sequence_parallel_aux(const at::Tensor& probs, const at::Tensor& counts, at::Tensor* aux);
 };
 
 class DecoderLayer : public torch::nn::Module {
  public:
   DecoderLayer(const core::ModelSpec& spec, std::int64_t index, const at::TensorOptions& options,
                const ExpertShard& shard, const TensorShard& tp);
+  // With `split` (sequence parallelism), x [local, H] is this rank's rows and valid [local]
+  // theirs; otherwise x [B, T, H] and valid [B, T].
   at::Tensor forward(const kernels::Ops& ops, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, const at::Tensor& mask, const at::Tensor& valid,
-                     KvCache* cache, at::Tensor* aux);
+                     KvCache* cache, at::Tensor* aux, const SequenceSplit* split = nullptr);
   std::shared_ptr<RmsNorm> input_layernorm, post_attention_layernorm;
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<SwiGlu> mlp;    // dense layers
@@ -160,7 +169,8 @@ class QwenModel : public torch::nn::Module {
   // `init_gen` (norm weights 1, biases 0), as Hugging Face initializes Qwen models. With an
   // expert shard the draws are those of the whole model (a sharded model starts with the
   // unsharded one's values for the experts it holds); so with a tensor shard (the slices it
-  // holds, tp_slice). TP and EP together are not supported (core::embedded_trainer_unsupported).
+  // holds, tp_slice), and with both. TP for an MoE model needs sequence parallelism
+  // (tp.sequence_parallel; core::embedded_trainer_unsupported).
   QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops, const at::TensorOptions& options,
             at::Generator* init_gen, const ExpertShard& shard = {}, const TensorShard& tp = {});
 

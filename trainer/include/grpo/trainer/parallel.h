@@ -30,6 +30,7 @@ struct ParallelState {
   std::vector<int> first_tp_members;  // rank 0's TP group: where a checkpoint's slices come from
   std::unique_ptr<Communicator> tp;   // null when TP = 1
   std::unique_ptr<Communicator> dp;   // the ranks holding the same slices; null unless TP > 1
+  bool sequence_parallel = false;     // the plan's sequence_parallel (with TP > 1)
 
   int ep_size() const { return dims.ep; }
   // This rank's tensor shard (TP rank, size, group); the default without TP.
@@ -52,8 +53,9 @@ core::ParallelDims dims_from_config(const TrainerConfig& cfg, int world_size);
 
 // Builds the rank map for `world_size` ranks placed `local_world_size` per node, checks that this
 // process's identity (global `rank`, `local_rank`) is the map's, and forms the EP and EDP groups
-// over `world` (collective among each group's members). Errors: kInvalidValue (identity or
-// placement mismatch), kUnavailable (a group failed to form).
+// over `world` (collective among each group's members; EDP also with TP > 1 and EP = 1, where
+// sequence parallelism gives every rank its own tokens for the experts). Errors: kInvalidValue
+// (identity or placement mismatch), kUnavailable (a group failed to form).
 core::Result<ParallelState> make_parallel_state(Communicator& world, const core::ParallelDims& dims,
                                                 int local_world_size, int local_rank);
 

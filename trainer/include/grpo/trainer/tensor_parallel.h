@@ -27,7 +27,12 @@ struct TensorShard {
   int rank = 0;
   int size = 1;
   Communicator* group = nullptr;  // the TP group; null when size == 1
+  // Megatron's sequence parallelism: between the split blocks (norms, residuals, the MoE layer)
+  // each rank holds its own rows of the sequence (SequenceSplit); the column-parallel inputs are
+  // all-gathered and the row-parallel outputs reduce-scattered instead of copy_to/reduce_from.
+  bool sequence_parallel = false;
   bool active() const { return group != nullptr && size > 1; }
+  bool sp() const { return active() && sequence_parallel; }
 };
 
 // The part of a full parameter one TP rank holds: `length` entries of dimension `dim` starting
@@ -40,13 +45,22 @@ struct TpSlice {
 
 // Which slice of the unsharded parameter `name` (a Hugging Face name, optionally behind a prefix
 // such as "exp_avg.") rank `rank` of a TP group of `size` holds; nullopt when every rank holds it
-// whole (norms, the router, experts, shared experts). core::embedded_trainer_unsupported says
+// whole (norms, the router, the routed experts, the shared expert's gate); the shared expert is
+// split like a dense MLP. core::embedded_trainer_unsupported says
 // which sizes split a model. K/V heads are split when there are at
 // least `size` of them, else each rank holds one, replicated (rank r holds head r / (size / kv)),
 // as Megatron-Core does when TP exceeds the query groups (the embedded trainer refuses that
 // layout: the reduction of the replicas' gradients is not built).
 std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
                                 int size);
+
+// Whether a parameter held whole on every TP rank sees only this rank's sequence rows under
+// sequence parallelism (the layer norms, the final norm, the MoE router, the shared expert's
+// gate), so its gradient is summed over the TP group as well (Megatron-Core marks these
+// `sequence_parallel` and all-reduces their gradients over TP: finalize_model_grads.py
+// _allreduce_layernorm_grads). Not the experts (summed over the expert-data-parallel group) nor
+// q_norm/k_norm (they run after the all-gather, on this rank's heads: copy_to_tp on the weight).
+bool sequence_partial(const core::ModelSpec& spec, const std::string& name);
 
 // Identity forward; the gradient is summed over the group (Megatron's f).
 at::Tensor copy_to_tp(const at::Tensor& x, const TensorShard& tp);
@@ -65,5 +79,34 @@ kernels::TokenLogProbs vocab_parallel_logprobs(const at::Tensor& hidden, const a
                                                const at::Tensor& tokens, double temperature,
                                                bool with_entropy, bool entropy_grad,
                                                std::int64_t vocab_begin, const TensorShard& tp);
+
+// Sequence parallelism's row split of a [B, T, ...] activation: the B * T rows, flattened in
+// (batch, position) order and padded with zero rows to TP * local, are split evenly: rank r
+// holds rows [r * local, (r + 1) * local). Padding rows run through the norms and the MoE layer
+// (masked out of its statistics: sp_valid) and are dropped by sp_gather.
+struct SequenceSplit {
+  std::int64_t batch = 0;
+  std::int64_t length = 0;
+  std::int64_t local = 0;  // rows per rank: ceil(B * T / TP)
+  std::int64_t rows() const { return batch * length; }
+};
+SequenceSplit sequence_split(std::int64_t batch, std::int64_t length, const TensorShard& tp);
+
+// [B, T] bool -> [local] bool on `device`: which of this rank's rows are real tokens marked in
+// `valid` (undefined: every real token); the padding rows are false. No communication.
+at::Tensor sp_valid(const at::Tensor& valid, const SequenceSplit& split, const TensorShard& tp,
+                    const at::Device& device);
+// [local, H] -> [B, T, H]: every rank's rows (Megatron's gather_from_sequence_parallel_region).
+// The gradient of a column-parallel input is a partial sum: it is reduce-scattered back.
+at::Tensor sp_gather(const at::Tensor& x, const SequenceSplit& split, const TensorShard& tp);
+// The same gather for a consumer whose gradient is already whole on every rank (the LM head and
+// the vocabulary-parallel loss, which all-reduce the gradient of their input themselves): the
+// gradient is this rank's rows of it.
+at::Tensor sp_gather_whole_grad(const at::Tensor& x, const SequenceSplit& split,
+                                const TensorShard& tp);
+// [B, T, H] partial sums (a row-parallel output) -> [local, H]: this rank's rows of the group-wide
+// sum (Megatron's reduce_scatter_to_sequence_parallel_region); the gradient is all-gathered.
+at::Tensor sp_reduce_scatter(const at::Tensor& y, const SequenceSplit& split,
+                             const TensorShard& tp);
 
 }  // namespace grpo::trainer

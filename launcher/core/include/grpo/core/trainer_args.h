@@ -49,16 +49,18 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 
 // Why the embedded trainer cannot run `dims` (with sequence parallelism on or off) for `model`
 // (one line), or empty when it can. It runs data parallelism, expert parallelism (experts split
-// evenly over EP, tokens exchanged inside the EP group) and tensor parallelism of dense models
-// (heads, K/V heads, FFN width and vocabulary split Megatron's way: TP must divide the heads, the
-// K/V heads, the FFN width and the vocabulary; K/V replication is not built); pipeline, context,
-// sequence and expert-tensor parallelism are not built yet, nor TP for MoE models (Megatron-Core
-// needs sequence parallelism there).
+// evenly over EP, tokens exchanged inside the EP group) and tensor parallelism (heads, K/V heads,
+// dense FFN width and vocabulary split Megatron's way: TP must divide the heads, the K/V heads,
+// the FFN width of dense layers and the vocabulary; K/V replication is not built), with or
+// without sequence parallelism, and TP with EP for MoE models (with sequence parallelism, as
+// Megatron-Core requires; experts whole on each rank, ETP = 1); pipeline, context and
+// expert-tensor parallelism are not built yet.
 std::string embedded_trainer_unsupported(const ParallelDims& dims, bool sequence_parallel,
                                          const ModelSpec& model);
 
 // What the planner searches when the embedded trainer will run the plan: PP, CP and ETP are
-// fixed at 1 and sequence parallelism off unless the user fixed them (a user's layout choice
+// fixed at 1 unless the user fixed them (sequence parallelism is the planner's choice: on with
+// TP > 1) (a user's layout choice
 // stays, and embedded_trainer_unsupported then says why it cannot run). With `as_it_runs`, also the
 // distributed optimizer, offload and recompute off (the trainer has none of them), so the memory
 // estimate is the memory that runs; a plan that does not fit that way is made without it.
