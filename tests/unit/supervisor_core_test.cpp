@@ -159,8 +159,8 @@ TEST(RestartPolicy, FatalErrorsAreNotRetried) {
 // A full file system is not retried: a restart would fail the same way until someone frees
 // space. No budget is spent (nothing was wrong with the training), whatever budget is left.
 TEST(RestartPolicy, DiskFullGivesUpWithoutSpendingTheBudget) {
-  const auto d = decide(DiskFull{0, "cannot write x: No space left on device"}, failed(0),
-                        Budget{}, {});
+  const auto d =
+      decide(DiskFull{0, "cannot write x: No space left on device"}, failed(0), Budget{}, {});
   ASSERT_TRUE(std::holds_alternative<GiveUp>(d));
   EXPECT_EQ(std::get<GiveUp>(d).exit_code, kExitDiskFull);
   EXPECT_EQ(failure_class(Failure{DiskFull{}}), "disk_full");

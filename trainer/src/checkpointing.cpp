@@ -264,8 +264,8 @@ core::Status Checkpointer::share_outcome(const core::Status& written, const std:
   if (failed == 0) return core::ok_status();
   const ErrorKind kind = failed == 2 ? ErrorKind::kNoSpace : ErrorKind::kIo;
   if (ctx_.rank == 0) return make_error(kind, what + written.error().message);
-  return make_error(kind, std::string("rank 0 failed to checkpoint") +
-                              (failed == 2 ? ": no space left" : ""));
+  return make_error(
+      kind, std::string("rank 0 failed to checkpoint") + (failed == 2 ? ": no space left" : ""));
 }
 
 core::Result<fs::path> Checkpointer::write(StagedCheckpoint& c) {

@@ -397,10 +397,10 @@ std::optional<Failure> failure_from_note(const RunnerNote& note) {
 int failure_priority(const Failure& f) {
   return std::visit(
       Overloaded{[](const FatalError&) { return 6; }, [](const DiskFull&) { return 6; },
-                 [](const Preemption&) { return 5; },
-                 [](const NodeLoss&) { return 4; }, [](const OutOfMemory&) { return 3; },
-                 [](const Hang&) { return 2; }, [](const RankCrash&) { return 1; },
-                 [](const Incomplete&) { return 1; }, [](const CommFailure&) { return 0; }},
+                 [](const Preemption&) { return 5; }, [](const NodeLoss&) { return 4; },
+                 [](const OutOfMemory&) { return 3; }, [](const Hang&) { return 2; },
+                 [](const RankCrash&) { return 1; }, [](const Incomplete&) { return 1; },
+                 [](const CommFailure&) { return 0; }},
       f);
 }
 

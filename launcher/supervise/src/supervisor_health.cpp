@@ -60,9 +60,8 @@ core::Result<std::variant<int, bool>> Supervisor::check_nodes(
   }
   // The run directory is shared: when it is full on every node, excluding nodes cannot help.
   const bool storage = std::all_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
-    return std::any_of(found->begin(), found->end(), [&](const HealthFinding& f) {
-      return f.node == n && storage_finding(f);
-    });
+    return std::any_of(found->begin(), found->end(),
+                       [&](const HealthFinding& f) { return f.node == n && storage_finding(f); });
   });
   std::vector<std::string> bad;
   for (const HealthFinding& f : *found) {
