@@ -149,13 +149,13 @@ TEST(SupervisorExport, AFailedExportLeavesTheRunSucceededAndExits86) {
     }
     if (e["type"] == "run_finished") {
       EXPECT_EQ(e["state"], "succeeded");
-      EXPECT_EQ(e["exit_code"], 85);
+      EXPECT_EQ(e["exit_code"], 86);
     }
   }
   const RunSummary s = r.summary();
   EXPECT_EQ(s.state, RunState::kSucceeded);
   const std::string text = render_status(s, r.dir.string(), s.last_time);
-  EXPECT_NE(text.find("state      succeeded (exit 85)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("state      succeeded (exit 86)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("hf export  failed: no space left on device\n"), std::string::npos) << text;
   // A supervisor started again on the finished run does nothing more.
   EXPECT_EQ(r.run(), kExitSucceeded);
