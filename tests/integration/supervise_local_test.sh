@@ -65,7 +65,7 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     [[ "$got" == "$want" ]] || fail "status layout '$got', plan '$want'"
     ;;
   layout)
-    "$launch" "${base[@]}" --set gpus_per_node=4 --set ep=4 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=1 --set ep=4 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
       { show; fail "EP=4 run failed"; }
     "${check[@]}" "$run" --summary || fail "EP=4 run"
     got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
@@ -152,7 +152,7 @@ PY
   hangstack)
     # 4 ranks (the layout mode's EP=4 plan); rank 2 sleeps in its update of step 7 with its
     # telemetry muted, the other three wait for it in the update's collective.
-    "$launch" "${base[@]}" --set gpus_per_node=4 --set ep=4 --hang-timeout 2 \
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=1 --set ep=4 --hang-timeout 2 \
       --fault 'hang@step=7,phase=update,rank=2' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
       { show; fail "run failed"; }
     "${check[@]}" "$run" --failure hang --attempts 2 --summary || fail "hangstack"

@@ -318,7 +318,7 @@ PY
     # as on sites that do not send one): the supervisor reads the job's end time itself and
     # yields when it is within its margin (max(60 s, 3 x step + 3 x checkpoint)).
     submit --set slurm.time=00:02:00 --set slurm.signal_lead_seconds=0 --fault 'slow@ms=9000'
-    grep -q -- '--signal' "$run"/*.sbatch 2>/dev/null && fail "the batch script asks for a signal"
+    grep -q '^#SBATCH --signal' "$run"/job.sbatch && fail "the batch script asks for a signal"
     expect_completed 230
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure preemption --attempts 2 --summary ||
       fail "timelimit"
