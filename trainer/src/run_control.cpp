@@ -34,6 +34,11 @@ void install_signal_handlers() {
   sa.sa_handler = on_stop_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  // A write to a peer that died (Gloo's writev on its socket) must fail with EPIPE and become a
+  // COMM_ERROR (exit 4), not kill the rank with SIGPIPE (exit 141): which of the two a surviving
+  // rank saw depended on whether it was writing or reading when its peer went away.
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, nullptr);
 }
 
 core::Result<ControlRequests> agree_on_control_requests(Communicator& comm,
