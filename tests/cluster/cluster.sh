@@ -259,6 +259,16 @@ start_munged() {
   record munged $!
 }
 
+# slurmctld's helper process (slurmscriptd) is recorded too, so that stop can reap it; the records
+# of an earlier slurmctld's helpers go (restart-ctld: they exited with it, and a dead record would
+# make every later liveness check, e.g. revive-node's, fail).
+record_ctld_children() {
+  local ctld_pid child
+  sed -i '/^slurmctld\.child\./d' "$DIR/pids"
+  read -r ctld_pid _ _ <<<"$(lookup slurmctld)"
+  for child in $(ps -o pid= --ppid "$ctld_pid" 2>/dev/null); do record "slurmctld.child.$child" "$child"; done
+}
+
 start_slurmctld() {
   mkdir -p "$DIR/ctld/state"
   SLURM_CONF="$DIR/slurm.conf" setsid slurmctld -D -i -f "$DIR/slurm.conf" \
@@ -455,10 +465,7 @@ cmd_start() {
   done
 
   phase "slurmctld answers"
-  # slurmctld's helper process (slurmscriptd) is recorded too, so that stop can reap it.
-  local ctld_pid child
-  read -r ctld_pid _ _ <<<"$(lookup slurmctld)"
-  for child in $(ps -o pid= --ppid "$ctld_pid" 2>/dev/null); do record "slurmctld.child.$child" "$child"; done
+  record_ctld_children
   local node
   local dirs=()
   for node in $(node_names); do dirs+=("$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"); done
@@ -607,6 +614,7 @@ cmd_restart_ctld() {
     (($(now_ms) < deadline)) || die "slurmctld did not answer within ${TIMEOUT} s after the restart"
     sleep 0.1
   done
+  record_ctld_children
   log "restarted slurmctld in $(($(now_ms) - t0)) ms"
 }
 
