@@ -16,5 +16,6 @@ cmake --build build-fuzz -j "$jobs"
 
 status=0
 ctest --test-dir build --output-on-failure --timeout 900 "$@" || status=$?
-ctest --test-dir build-fuzz --output-on-failure --timeout 300 "$@" || status=$?
+# Each fuzzer is one single-threaded process with a fixed time budget: they run side by side.
+ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j "$jobs" "$@" || status=$?
 exit $status

@@ -4,7 +4,7 @@
 
 usage: bench/chaos/chaos.py [--launch build/bin/grpo-launch]
                             [--trainer build/bin/grpo-trainer] [--steps 400] [--seed 1]
-                            [--min-gap 30] [--max-gap 60] [--keep DIR]
+                            [--min-gap 30] [--max-gap 60] [--ooms 1] [--hangs 0] [--keep DIR]
 
 The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
 --max-restarts 100, --backoff 0.5. Faults from outside, one every U(min-gap, max-gap) seconds:
@@ -13,8 +13,10 @@ The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-t
   corrupt  flip bytes in the newest checkpoint's model.safetensors, then SIGKILL a rank (the
            resume must skip the corrupt checkpoint and take the one before)
   slow     SIGSTOP a rank for 2 s, then SIGCONT (a hiccup that must not count as a hang)
-and, injected through the trainer at random steps when the run starts: oom (OOM_ERROR in the
-update: the micro batch is halved) and torn_ckpt (a crash while writing a checkpoint).
+and, injected through the trainer at random steps when the run starts: --ooms x oom (OOM_ERROR in
+the update: the micro batch is halved; at most 4, the micro batch is 16), torn_ckpt (a crash while
+writing a checkpoint) and --hangs x hang (one rank stops in its step while the other waits in a
+collective: a hung collective, found by the hang timeout).
 At the end the event log is checked (tests/integration/check_supervised.py) and summarised.
 
 Needs: scripts/install-deps.sh --bench and built grpo-launch and grpo-trainer; python3's standard
@@ -71,6 +73,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--min-gap", type=float, default=30)
     ap.add_argument("--max-gap", type=float, default=60)
+    ap.add_argument("--ooms", type=int, default=1)
+    ap.add_argument("--hangs", type=int, default=0)
     ap.add_argument("--keep")
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -78,17 +82,22 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     run_dir = os.path.join(tmp, "run")
     sft = a.steps // 2
-    oom_step = rng.randint(sft + 1, a.steps - 20)  # a GRPO step: the fault is in the update
+    # GRPO steps (an OOM fault is in the update); distinct steps, drawn in this order.
+    oom_steps = sorted(rng.sample(range(sft + 1, a.steps - 20), min(4, a.ooms)))
     torn_step = rng.randint(2, a.steps // 10 - 1) * 10  # save_freq 10
+    hang_steps = sorted(rng.sample(range(20, a.steps - 20), a.hangs))
+    trainer_faults = [f"oom@step={s},phase=update" for s in oom_steps]
+    trainer_faults.append(f"torn_ckpt@step={torn_step}")
+    trainer_faults += [f"hang@step={s},rank={rng.randint(0, 1)}" for s in hang_steps]
     cmd = [a.launch, "--log-level", "info", "run", "--profile", "local-cpu", "--model", "tiny-moe",
            "--run-dir", run_dir, "--hang-timeout", "10", "--max-restarts", "100",
            "--no-progress-restarts", "10", "--backoff", "0.5",
            "--set", f"trainer.sft_warmup_steps={sft}",
            "--set", f"trainer.total_training_steps={a.steps - sft}",
            "--set", "trainer.save_freq=10", "--set", "trainer.test_freq=50",
-           "--set", "trainer.threads=1",
-           "--fault", f"oom@step={oom_step},phase=update",
-           "--fault", f"torn_ckpt@step={torn_step}"]
+           "--set", "trainer.threads=1"]
+    for f in trainer_faults:
+        cmd += ["--fault", f]
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(os.path.abspath(a.trainer)) + ":" + env["PATH"]
     env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -97,8 +106,7 @@ def main():
     p = subprocess.Popen(cmd, env=env, stdout=open(os.path.join(tmp, "stdout"), "w"),
                          stderr=open(os.path.join(tmp, "stderr"), "w"))
     injected = []
-    print(f"chaos: run dir {run_dir}; trainer faults oom@{oom_step}, torn_ckpt@{torn_step}",
-          flush=True)
+    print(f"chaos: run dir {run_dir}; trainer faults {', '.join(trainer_faults)}", flush=True)
     next_at = time.time() + rng.uniform(a.min_gap, a.max_gap)
     while p.poll() is None:
         time.sleep(0.2)
@@ -145,8 +153,8 @@ def main():
     rem = [e["what"] for e in ev if e["type"] == "remediation"]
     skipped = [e["path"] for e in ev if e["type"] == "checkpoint_skipped"]
     attempts = sum(1 for e in ev if e["type"] == "attempt_started")
-    print(f"\nchaos: exit {rc} after {wall:.0f} s; {len(injected)} external faults + 2 trainer "
-          f"faults; {attempts} attempts")
+    print(f"\nchaos: exit {rc} after {wall:.0f} s; {len(injected)} external faults + "
+          f"{len(trainer_faults)} trainer faults; {attempts} attempts")
     print(f"chaos: failures {failures}")
     print(f"chaos: decisions {decisions}; remediation {rem}; checkpoints skipped {skipped}")
     check = subprocess.run([sys.executable, os.path.join(ROOT, "tests/integration/check_supervised.py"),

@@ -149,6 +149,12 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
   GRPO_TRY(core::SbatchRunOptions opts,
            run_options(args.run_dir, core::sanitize_name(p.plan.model.name) + "-" +
                                          core::sanitize_name(p.plan.cluster.name) + "-" + stamp));
+  if (args.supervisor.spare_nodes > 0 && !render_script) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "--spare-nodes: spares are nodes the Slurm job asks for; `run` starts no "
+                      "job (use submit, or an allocation with more nodes than the plan)");
+  }
+  opts.spare_nodes = args.supervisor.spare_nodes;
   p.run_dir = opts.run_dir;
   const std::string run_id = opts.run_id;
   std::error_code ec;

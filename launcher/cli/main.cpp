@@ -128,6 +128,11 @@ void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
                   "Fewest nodes to continue on after losing nodes (default: 1 for grpo-trainer)")
       ->check(CLI::Range(0, 16384))
       ->group(group);
+  app->add_option("--spare-nodes", f.spare_nodes,
+                  "Hot spares: the job asks for N nodes more than the plan; a lost or unhealthy "
+                  "node is replaced by a spare (same layout) before the run shrinks (submit)")
+      ->check(CLI::Range(0, 16384))
+      ->group(group);
   app->add_flag("--export-hf", f.export_hf,
                 "When training succeeds, write the final checkpoint as a Hugging Face model "
                 "into <run_dir>/hf (grpo-trainer only; exit 85 if that fails)")

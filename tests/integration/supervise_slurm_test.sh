@@ -27,6 +27,8 @@
 #         diskfull    the run's checkpoints/ is a 1 MiB tmpfs on every node: the first checkpoint
 #                     does not fit: exit 85 (disk full) at once, no restart, no half-written
 #                     checkpoint left behind
+#         spare       --spare-nodes 1, a node killed mid-run: the spare replaces it at the same
+#                     layout; the final weights are the reference's
 #         timelimit   a 2-minute time limit, no USR2 from Slurm, a run slowed to outlast it: before
 #                     the limit the supervisor checkpoints and requeues (the job's end time); the
 #                     job finishes with the reference weights, never reaching the limit (TIMEOUT)
@@ -181,6 +183,31 @@ sys.exit(0 if ok else 1)
 PY
     "${check[@]}" "$run" --allow node_loss --allow comm --allow crash --world-size 1 --summary ||
       fail "node"
+    ;;
+  spare)
+    # --spare-nodes 1: the job holds 3 nodes for a 2-node plan. n2 dies at step 4: the spare takes
+    # its place at the same world size and layout (no re-plan), so the final weights are the
+    # uninterrupted run's (the reference) although training moved to another node mid-run.
+    submit --hang-timeout 20 --fault "$SLOW" --spare-nodes 1
+    grep -q '^#SBATCH --nodes=3$' "$run"/job.sbatch || fail "the job does not ask for 3 nodes"
+    wait_step "$run" 4 120
+    killed_node=n2
+    "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
+    expect_completed 180
+    python3 - "$run" <<'PY' || fail "the spare did not replace the lost node"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+starts = [e for e in ev if e["type"] == "attempt_started"]
+lay = [(e.get("tp", 1), e.get("ep", 1), e.get("dp", 1)) for e in ev if e["type"] == "layout"]
+print(f"attempts {[(e['hosts'], e['world_size'], e['spares']) for e in starts]}; layouts {lay}")
+first, last = starts[0], starts[-1]
+ok = first["spares"] == 1 and "n2" in first["hosts"] and last["world_size"] == first["world_size"]
+ok = ok and "n2" not in last["hosts"] and len(last["hosts"]) == len(first["hosts"])
+ok = ok and last["spares"] == 0 and len(set(lay)) == 1 and len(starts) >= 2
+sys.exit(0 if ok else 1)
+PY
+    "${check[@]}" "$run" --sha "$(reference_sha)" --allow node_loss --allow comm --allow crash \
+      --world-size 2 --attempts 2 --summary || fail "spare"
     ;;
   health)
     # The health step runs `grpo-launch health-check` once on each node of the attempt; the

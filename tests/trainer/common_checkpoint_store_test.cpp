@@ -52,8 +52,8 @@ TEST_F(StoreTest, ACheckpointWrittenBeforeLibcryptoStillVerifies) {
   const fs::path dir = root_ / "step_00000010";
   fs::create_directories(dir);
   ASSERT_TRUE(
-      write_file_synced(dir / "model.bin", "weights written by the hand-written SHA-256").ok());
-  ASSERT_TRUE(write_file_synced(dir / "manifest.json", R"({
+      io::write_file_synced(dir / "model.bin", "weights written by the hand-written SHA-256").ok());
+  ASSERT_TRUE(io::write_file_synced(dir / "manifest.json", R"({
   "files": {"model.bin": {"bytes": 43,
     "sha256": "65184670c1156b90c0e65f6584481bc1e03d5cb82482c7505f4f9d591b91bfb9"}},
   "format": "grpo-checkpoint", "metadata": {}, "step": 10, "version": 1
@@ -70,7 +70,7 @@ TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
   CheckpointStore s(root_);
   save(s, 10, "good");
   const fs::path bad = save(s, 20, "will be corrupted");
-  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  ASSERT_TRUE(io::write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
   // A torn writer: a temporary directory that never got renamed.
   auto w = s.begin(30);
   ASSERT_TRUE(w->write_file("model.bin", "half").ok());
@@ -92,7 +92,7 @@ TEST_F(StoreTest, CorruptAndTornCheckpointsAreSkippedWithAReason) {
 TEST_F(StoreTest, TruncatedFileAndMissingFileFailVerification) {
   CheckpointStore s(root_);
   const fs::path d = save(s, 5, "0123456789");
-  ASSERT_TRUE(write_file_synced(d / "model.bin", "01234").ok());
+  ASSERT_TRUE(io::write_file_synced(d / "model.bin", "01234").ok());
   auto v = s.verify(d);
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.error().message.find("size"), std::string::npos);
@@ -105,7 +105,7 @@ TEST_F(StoreTest, LatestPointingAtAnOlderStepStillFindsTheNewest) {
   CheckpointStore s(root_);
   save(s, 10, "a");
   save(s, 20, "b");
-  ASSERT_TRUE(write_file_synced(root_ / "latest", "step_00000010\n").ok());
+  ASSERT_TRUE(io::write_file_synced(root_ / "latest", "step_00000010\n").ok());
   auto best = s.find_latest_valid(nullptr);
   ASSERT_TRUE(best);
   EXPECT_EQ(best->step, 20);
@@ -117,7 +117,7 @@ TEST_F(StoreTest, PickFindsTheNewestGoodCheckpointAndKeepsItsFilesMapped) {
   CheckpointStore s(root_);
   save(s, 10, "good weights");
   const fs::path bad = save(s, 20, "will be corrupted");
-  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  ASSERT_TRUE(io::write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
   auto w = s.begin(30);  // a dead writer's temporary
   ASSERT_TRUE(w.ok());
   const CheckpointPick kept = pick_checkpoint(s, "auto", {}, /*clean=*/false);
@@ -141,7 +141,7 @@ TEST_F(StoreTest, PickOfAResumePathThatDoesNotVerifyIsAnIoError) {
   CheckpointStore s(root_);
   const fs::path good = save(s, 10, "good");
   const fs::path bad = save(s, 20, "will be corrupted");
-  ASSERT_TRUE(write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
+  ASSERT_TRUE(io::write_file_synced(bad / "model.bin", "will be c0rrupted").ok());
   const CheckpointPick p = pick_checkpoint(s, "resume_path", bad, false);
   EXPECT_FALSE(p.found);
   ASSERT_TRUE(p.error);
@@ -165,7 +165,7 @@ TEST_F(StoreTest, AVerifiedMappingKeepsTheBytesItHashed) {
   auto info = s.verify(d);
   ASSERT_TRUE(info.ok()) << info.error().message;
   const fs::path tmp = d / "model.bin.new";
-  ASSERT_TRUE(write_file_synced(tmp, "second version!").ok());
+  ASSERT_TRUE(io::write_file_synced(tmp, "second version!").ok());
   fs::rename(tmp, d / "model.bin");
   EXPECT_EQ(info->bytes("model.bin"), "first version");
 }

@@ -268,7 +268,12 @@ TEST(TrainerProcess, Sigusr1AnswersWithEveryThreadsStack) {
     }
     EXPECT_FALSE(has(main, "on_capture")) << "the capture handler's own frame is dropped";
     std::size_t mains = 0;
-    for (const auto& t : e["threads"]) mains += t["main"].get<bool>() ? 1 : 0;
+    for (const auto& t : e["threads"]) {
+      mains += t["main"].get<bool>() ? 1 : 0;
+      // The thread the request reached may still be in its handler: never part of a stack.
+      EXPECT_FALSE(has(t, "on_stack_request")) << t.dump();
+      EXPECT_FALSE(has(t, "__restore_rt")) << t.dump();
+    }
     EXPECT_EQ(mains, 1u);
     if (rank == 1) {
       EXPECT_EQ(e["step"], 3);

@@ -235,7 +235,9 @@ TEST(Grpo, SequenceLayoutPredictsResponseTokensFromThePreviousSlot) {
   ResponseStates s = response_states(m, b);
   EXPECT_EQ(s.tokens.numel(), 3);
   EXPECT_EQ(s.tokens[2].item<std::int64_t>(), 2);
-  at::Tensor lp = sequence_logprobs(m, b, 1, 1.0);
+  std::vector<std::int64_t> done;  // the heartbeat hook: rows done after each micro batch
+  at::Tensor lp = sequence_logprobs(m, b, 1, 1.0, [&](std::int64_t rows) { done.push_back(rows); });
+  EXPECT_EQ(done, (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(lp[1][1].item<double>(), 0.0);  // padding slot
   // Same as computing the full logits by hand for row 0, slot 3 (predicts token 9).
   torch::NoGradGuard ng;

@@ -16,6 +16,7 @@
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
+#include "grpo/test_support/supervisor_harness.h"
 #include "test_support.h"
 
 namespace grpo::supervise {
@@ -198,28 +199,12 @@ TEST(GoldenHangReport, FourRanksRankTwoDiffers) {
 // The supervisor loop: a hang on rank 2 of 4; ranks 0, 1 and 3 answer SIGUSR1 with the same
 // stack, rank 2 with another. The report comes before the kill and names rank 2.
 TEST(HangReport, SupervisorAsksForStacksBeforeItKills) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("grpo-sup-hangrep-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  FakeClock clock;
-  SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
-  FakeJobControl job;
-  job.slurm = false;
-  NullStatusSink status;
-  SupervisorOptions o;
-  o.run_dir = dir;
-  o.profile = "local-cpu";
-  o.model = "tiny-moe";
-  o.trainer_argv = {"grpo-trainer"};
-  o.nodes = 1;
-  o.ranks_per_node = 4;
-  o.config.total_steps = 10;
-  o.config.budget.max_restarts = 3;
-  o.config.budget.backoff_base_s = 1;
-  o.config.hang.timeout_s = 5;
-  o.config.stack_timeout_s = 3;
+  SupervisorHarness h("hangrep");
+  h.opts.trainer_argv = {"grpo-trainer"};
+  h.opts.ranks_per_node = 4;
+  h.opts.config.budget.max_restarts = 3;
+  h.opts.config.budget.backoff_base_s = 1;
+  h.opts.config.stack_timeout_s = 3;
   SimAttempt first = sim_trainer(4, 0, 10, 1.0, 5);
   sim_fault(first, 2, 7, std::nullopt);  // everyone falls silent at step 7
   auto event = [](int rank, const std::vector<std::string>& fns) {
@@ -234,32 +219,21 @@ TEST(HangReport, SupervisorAsksForStacksBeforeItKills) {
   };
   for (int r : {0, 1, 3}) first.stack_on_usr1[r] = event(r, kCollective);
   first.stack_on_usr1[2] = event(2, kSleeping);
-  runner.push(first);
+  h.push(first);
   SimAttempt second = sim_trainer(4, 5, 10, 1.0, 5);
   sim_fault(second, 1, 8, std::nullopt);  // no rank answers this time
-  runner.push(second);
-  runner.push(sim_trainer(4, 5, 10, 1.0, 5));
-  Supervisor* self = nullptr;
-  SupervisorDeps deps{runner, clock, signals, job, status, [&self] {
-                        return self != nullptr ? self->summary().latest_checkpoint_step
-                                               : std::int64_t{-1};
-                      }};
-  auto sup = Supervisor::open(o, deps);
-  ASSERT_TRUE(sup.ok()) << sup.error().str();
-  self = sup->get();
-  auto code = (*sup)->run();
-  ASSERT_TRUE(code.ok()) << code.error().str();
-  EXPECT_EQ(*code, kExitSucceeded);
+  h.push(second);
+  h.push(sim_trainer(4, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
   // SIGUSR1 first, the kill after it.
-  const auto& sent = runner.signals();
+  const auto& sent = h.runner.signals();
   ASSERT_GE(sent.size(), 2u);
   EXPECT_EQ(sent[0], std::make_pair(1, SIGUSR1));
   EXPECT_EQ(sent[1], std::make_pair(1, SIGKILL));
-  auto log = read_event_log(dir / "events.jsonl");
-  ASSERT_TRUE(log.ok());
+  const std::vector<json> events = h.events();
   std::vector<json> reports;
   double report_time = 0, failure_time = 0;
-  for (const auto& e : log->events) {
+  for (const auto& e : events) {
     if (e["type"] == "hang_report") reports.push_back(e);
     if (e["type"] == "hang_report" && e["attempt"] == 1) report_time = e["time"];
     if (e["type"] == "failure" && e["attempt"] == 1) failure_time = e["time"];
@@ -274,20 +248,19 @@ TEST(HangReport, SupervisorAsksForStacksBeforeItKills) {
   EXPECT_EQ(r1["method"], "signal");
   EXPECT_LT(r1["waited_s"].get<double>(), 1.0);  // every rank answered after 0.2 s
   EXPECT_EQ(r1["stacks_file"], "logs/attempt-1/stacks.txt");
-  EXPECT_TRUE(fs::exists(dir / "logs/attempt-1/stacks.txt"));
+  EXPECT_TRUE(fs::exists(h.dir / "logs/attempt-1/stacks.txt"));
   // The second hang: nobody answers; the supervisor waits stack_timeout_s, then kills.
   const json& r2 = reports[1];
   EXPECT_EQ(r2["attempt"], 2);
   EXPECT_EQ(r2["missing_ranks"], json::array({0, 1, 2, 3}));
   EXPECT_NEAR(r2["waited_s"].get<double>(), 3.0, 0.2);
   // status shows the newest report.
-  auto s = replay(log->events);
+  auto s = replay(events);
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE(s->hang_report.is_object());
   EXPECT_EQ(s->hang_report["attempt"], 2);
-  const std::string text = render_status(*s, dir.string(), s->last_time);
+  const std::string text = render_status(*s, h.dir.string(), s->last_time);
   EXPECT_NE(text.find("hang       attempt 2"), std::string::npos) << text;
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 // process runner, and the reading of a health step's answers.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <fstream>
 
+#include "grpo/io/files.h"
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/event_log.h"
 #include "grpo/supervise/node_health.h"
@@ -23,7 +25,7 @@ using nlohmann::json;
 
 HealthProbes healthy_probes() {
   HealthProbes p;
-  p.write_error = [](const fs::path&) { return std::optional<std::string>{}; };
+  p.write_error = [](const fs::path&) { return std::optional<core::Error>{}; };
   p.free_bytes = [](const fs::path&) { return std::optional<std::uint64_t>{100ull << 30}; };
   p.ib_ports = [] { return std::vector<std::pair<std::string, std::string>>{}; };
   return p;
@@ -38,6 +40,23 @@ TEST(NodeHealth, HealthyNodeRunsOnlyTheChecksThatApply) {
   EXPECT_TRUE(runner.calls().empty());  // CPU profile, no command: nothing is started
 }
 
+TEST(NodeHealth, AFullFileSystemIsADiskFindingNotAnUnwritableRunDir) {
+  slurm::FakeProcessRunner runner;
+  HealthProbes p = healthy_probes();
+  // What the real probe returns when its create fails with ENOSPC (io::errno_error's mapping).
+  p.write_error = [](const fs::path& d) {
+    return std::optional<core::Error>(io::errno_error("cannot create", d / ".health-1", ENOSPC));
+  };
+  HealthSpec spec;
+  spec.run_dir = "/runs/r";
+  const auto f = check_node("n1", spec, p, runner);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].check, "disk");  // the supervisor gives up with 85 when every node says so
+  EXPECT_EQ(f[0].detail,
+            "the run directory is not writable: cannot create /runs/r/.health-1: No space left on "
+            "device");
+}
+
 TEST(NodeHealth, EachFailedCheckIsOneFinding) {
   slurm::FakeProcessRunner runner;
   const auto failing = [](int code, const char* err) {
@@ -50,7 +69,8 @@ TEST(NodeHealth, EachFailedCheckIsOneFinding) {
   runner.push(failing(1, "lustre not mounted\n"));     // --health-check
   HealthProbes p = healthy_probes();
   p.write_error = [](const fs::path& d) {
-    return std::optional<std::string>(d.string() + ": Read-only file system");
+    return std::optional<core::Error>(
+        core::make_error(core::ErrorKind::kIo, d.string() + ": Read-only file system"));
   };
   // 3 GiB free, the newest checkpoint 2 GiB: 2 x 2 GiB = 4 GiB needed.
   p.free_bytes = [](const fs::path&) { return std::optional<std::uint64_t>{3ull << 30}; };

@@ -128,6 +128,17 @@ TEST(GoldenSbatch, ThreeProfiles) {
   }
 }
 
+TEST(SbatchView, SpareNodesAreAskedForOnTopOfTheRankMap) {
+  auto options = golden_options();
+  options.spare_nodes = 2;
+  auto view = make_sbatch_view(slurm_test_plan(), options);  // the rank map: 2 nodes x 2 ranks
+  ASSERT_TRUE(view.ok()) << view.error().str();
+  EXPECT_EQ(view->nodes, "4");
+  EXPECT_EQ(view->ntasks_per_node, "2");
+  options.spare_nodes = -1;
+  EXPECT_FALSE(make_sbatch_view(slurm_test_plan(), options).ok());
+}
+
 TEST(SbatchView, FieldsFromPlanAndProfile) {
   auto view = make_sbatch_view(slurm_test_plan(), golden_options());
   ASSERT_TRUE(view.ok()) << view.error().str();

@@ -17,6 +17,7 @@
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
+#include "grpo/test_support/supervisor_harness.h"
 
 namespace grpo::supervise {
 namespace {
@@ -24,70 +25,23 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct ExportRun {
-  FakeClock clock;
-  SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
-  FakeJobControl job;
-  NullStatusSink status;
-  fs::path dir;
-  SupervisorOptions opts;
+struct ExportRun : SupervisorHarness {
   // The scripted exporter: its calls, and what it answers.
   std::vector<std::pair<fs::path, fs::path>> calls;
   core::Result<std::int64_t> answer = std::int64_t{10};
   double export_s = 2.5;  // fake seconds the export takes
 
-  explicit ExportRun(const std::string& name)
-      : dir(fs::temp_directory_path() /
-            ("grpo-sup-export-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    job.slurm = false;
-    opts.run_dir = dir;
-    opts.profile = "local-cpu";
-    opts.model = "tiny-moe";
-    opts.trainer_argv = {"grpo-trainer", "--model", "tiny-moe"};
-    opts.nodes = 1;
-    opts.ranks_per_node = 2;
-    opts.config.total_steps = 10;
+  explicit ExportRun(const std::string& name) : SupervisorHarness("export-" + name) {
     opts.config.budget.max_restarts = 0;
-    opts.config.hang.timeout_s = 5;
-    opts.config.min_nodes = 1;
     opts.config.export_hf = true;
-  }
-  ~ExportRun() { fs::remove_all(dir); }
-
-  int run() {
-    Supervisor* self = nullptr;
-    SupervisorDeps deps{runner,
-                        clock,
-                        signals,
-                        job,
-                        status,
-                        [&self] {
-                          return self != nullptr ? self->summary().latest_checkpoint_step
-                                                 : std::int64_t{-1};
-                        },
-                        nullptr};
     opts.export_hf = [this](const fs::path& run_dir,
                             const fs::path& out) -> core::Result<std::int64_t> {
       calls.emplace_back(run_dir, out);
       clock.advance(export_s);
       return answer;
     };
-    auto sup = Supervisor::open(opts, deps);
-    EXPECT_TRUE(sup.ok()) << (sup.ok() ? "" : sup.error().str());
-    if (!sup.ok()) return -1;
-    self = sup->get();
-    auto code = (*sup)->run();
-    EXPECT_TRUE(code.ok()) << (code.ok() ? "" : code.error().str());
-    return code.ok() ? *code : -1;
   }
-  std::vector<json> events() const {
-    auto log = read_event_log(dir / "events.jsonl");
-    EXPECT_TRUE(log.ok());
-    return log.ok() ? log->events : std::vector<json>{};
-  }
+
   // The supervisor's own event types from the first `from` on.
   std::vector<std::string> own_types_from(const std::string& from) const {
     std::vector<std::string> out;

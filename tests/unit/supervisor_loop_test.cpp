@@ -17,6 +17,7 @@
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
+#include "grpo/test_support/supervisor_harness.h"
 
 namespace grpo::supervise {
 namespace {
@@ -24,43 +25,17 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("grpo-sup-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-struct Harness {
-  FakeClock clock;
-  SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
-  FakeJobControl job;
-  NullStatusSink status;
-  fs::path dir;
-  SupervisorOptions opts;
-  std::unique_ptr<Supervisor> sup;
-
-  explicit Harness(const std::string& name) : dir(temp_dir(name)) {
-    job.slurm = false;
-    opts.run_dir = dir;
-    opts.profile = "local-cpu";
-    opts.model = "tiny-moe";
-    opts.trainer_argv = {"grpo-trainer", "--model", "tiny-moe"};
-    opts.nodes = 1;
-    opts.ranks_per_node = 2;
-    opts.config.total_steps = 10;
+// The supervisor harness with this file's restart settings: 3 restarts, 1-8 s backoff, a 16-row
+// micro batch and batch sizes that divide by 16 and 8.
+struct Harness : SupervisorHarness {
+  explicit Harness(const std::string& name) : SupervisorHarness(name) {
     opts.config.micro_batch = 16;
     opts.config.budget.max_restarts = 3;
     opts.config.budget.backoff_base_s = 1;
     opts.config.budget.backoff_max_s = 8;
-    opts.config.hang.timeout_s = 5;
     opts.config.stop_grace_s = 2;
     opts.config.divisible_by = {16, 8};
-    opts.config.min_nodes = 1;
   }
-  ~Harness() { fs::remove_all(dir); }
 
   // The scripted trainer of these tests: `world` ranks running steps from+1..10, 1 s a step, a
   // checkpoint every 5 steps.
@@ -85,43 +60,6 @@ struct Harness {
     a.actions.push_back(SimAction{at + 0.1, 0, SimExit{Exited{4}}});
     a.actions.push_back(SimAction{at + 0.1, 1, SimExit{Signaled{SIGKILL}}});
     return a;
-  }
-  void push(SimAttempt a) { runner.push(std::move(a)); }
-
-  int run() {
-    Supervisor* self = nullptr;
-    SupervisorDeps deps{runner,
-                        clock,
-                        signals,
-                        job,
-                        status,
-                        [&self] {
-                          return self != nullptr ? self->summary().latest_checkpoint_step
-                                                 : std::int64_t{-1};
-                        },
-                        nullptr};
-    auto opened = Supervisor::open(opts, deps);
-    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
-    if (!opened.ok()) return -1;
-    sup = std::move(opened).value();
-    self = sup.get();
-    // Checkpoints written before this supervisor (a restarted one) count too.
-    auto code = sup->run();
-    EXPECT_TRUE(code.ok()) << (code.ok() ? "" : code.error().str());
-    return code.ok() ? code.value() : -1;
-  }
-
-  std::vector<json> events() const {
-    auto log = read_event_log(dir / "events.jsonl");
-    EXPECT_TRUE(log.ok());
-    return log.ok() ? log->events : std::vector<json>{};
-  }
-  std::vector<json> of(const std::string& type) const {
-    std::vector<json> out;
-    for (auto& e : events()) {
-      if (e["type"] == type) out.push_back(e);
-    }
-    return out;
   }
   // The supervisor's own event types in order (trainer events left out).
   std::vector<std::string> own_types() const {
@@ -417,6 +355,43 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   const auto second = h.of("attempt_started")[1];
   EXPECT_EQ(second["world_size"], 1);
   EXPECT_EQ(second["hosts"], json::array({"n1"}));
+}
+
+// Hot spares (--spare-nodes 1): the allocation has one node more than the plan; losing a node of
+// the attempt puts the spare in its place at the same world size (no shrink, no re-plan).
+TEST(SupervisorLoop, NodeLossTakesASpareBeforeShrinking) {
+  Harness h("spare");
+  h.job.slurm = true;
+  h.job.nodes = {"n1", "n2", "n3"};
+  h.opts.nodes = 2;
+  h.opts.ranks_per_node = 1;
+  h.opts.config.budget.max_restarts = 0;
+  SimAttempt a = Harness::failing(1, 7, std::nullopt);
+  a.actions.push_back(SimAction{
+      0.5 + 6.0 + 0.5, 1,
+      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
+  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 0, SimExit{Exited{4}}});
+  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 1, SimExit{Signaled{SIGKILL}}});
+  h.push(a);
+  h.push(Harness::attempt(5, 2));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto starts = h.of("attempt_started");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0]["hosts"], json::array({"n1", "n2"}));
+  EXPECT_EQ(starts[0]["spares"], 1);
+  const auto d = h.of("decision").front();
+  EXPECT_EQ(d["kind"], "restart");
+  EXPECT_EQ(d["spends_budget"], false);
+  EXPECT_EQ(d["exclude"], json::array({"n2"}));
+  EXPECT_NE(d["reason"].get<std::string>().find("a spare node takes its place (0 spare(s) left)"),
+            std::string::npos)
+      << d["reason"];
+  EXPECT_EQ(starts[1]["world_size"], 2);  // the plan's size: nothing shrank
+  EXPECT_EQ(starts[1]["hosts"], json::array({"n1", "n3"}));
+  EXPECT_EQ(starts[1]["spares"], 0);
+  ASSERT_EQ(h.runner.started().size(), 2u);
+  EXPECT_EQ(h.runner.started()[1].nodes, 2);
+  EXPECT_EQ(h.runner.started()[1].exclude, std::vector<std::string>{"n2"});
 }
 
 // With re-plans (the embedded trainer), the attempt after a node loss runs the layout planned for
@@ -824,7 +799,8 @@ TEST(SupervisorConfig, RoundTripsThroughJson) {
 }
 
 TEST(NewestCheckpoint, OnlyCommittedCheckpointsCount) {
-  const fs::path d = temp_dir("ckpt");
+  const SupervisorHarness h("ckpt");  // for its temporary run directory
+  const fs::path d = h.dir;
   EXPECT_EQ(newest_checkpoint_on_disk(d), -1);
   fs::create_directories(d / "checkpoints/step_00000010");
   std::ofstream(d / "checkpoints/step_00000010/manifest.json") << "{}";

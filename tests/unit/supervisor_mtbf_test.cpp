@@ -14,6 +14,7 @@
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
+#include "grpo/test_support/supervisor_harness.h"
 
 namespace grpo::supervise {
 namespace {
@@ -21,54 +22,25 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(SupervisorMtbf, PriorUntilAFailureThenTheRunsOwnRate) {
-  const fs::path dir = fs::temp_directory_path() / ("grpo-sup-mtbf-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  FakeClock clock;
-  SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
-  FakeJobControl job;
-  job.slurm = false;
-  NullStatusSink status;
-  SupervisorOptions o;
-  o.run_dir = dir;
-  o.profile = "local-cpu";
-  o.model = "tiny-dense";
-  o.trainer_argv = {"grpo-trainer", "--model", "tiny-dense"};
-  o.nodes = 1;
-  o.ranks_per_node = 2;
-  o.config.total_steps = 10;
-  o.config.budget.max_restarts = 3;
-  o.config.budget.backoff_base_s = 1;
-  o.config.hang.timeout_s = 5;
-  o.config.mtbf_prior_s = 7200;  // node_mtbf_hours = 2 on one node
+  SupervisorHarness h("mtbf");
+  h.opts.config.budget.max_restarts = 3;
+  h.opts.config.budget.backoff_base_s = 1;
+  h.opts.config.mtbf_prior_s = 7200;  // node_mtbf_hours = 2 on one node
   // Ranks of 1 s steps, a checkpoint every 5; the first attempt loses rank 1 at step 7.
   SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
   sim_fault(first, 1, 7, Signaled{SIGKILL});
-  runner.push(first);
-  runner.push(sim_trainer(2, 5, 10, 1.0, 5));
-  Supervisor* self = nullptr;
-  SupervisorDeps deps{runner, clock, signals, job, status, [&self] {
-                        return self != nullptr ? self->summary().latest_checkpoint_step
-                                               : std::int64_t{-1};
-                      }};
-  auto sup = Supervisor::open(o, deps);
-  ASSERT_TRUE(sup.ok()) << sup.error().str();
-  self = sup->get();
-  auto code = (*sup)->run();
-  ASSERT_TRUE(code.ok()) << code.error().str();
-  EXPECT_EQ(*code, kExitSucceeded);
+  h.push(first);
+  h.push(sim_trainer(2, 5, 10, 1.0, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
 
-  const auto& specs = runner.started();
+  const auto& specs = h.runner.started();
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(std::strtod(specs[0].env.at("GRPO_MTBF_S").c_str(), nullptr), 7200.0);
   EXPECT_EQ(specs[0].env.at("GRPO_MTBF_SOURCE"), "prior");
   EXPECT_EQ(specs[0].env.at("GRPO_MTBF_FAILURES"), "0");
   // One crash: the MTBF is the time from run_started to the second attempt's start, over 1.
-  auto log = read_event_log(dir / "events.jsonl");
-  ASSERT_TRUE(log.ok());
   double run_started = 0, second_attempt = 0;
-  for (const auto& e : log->events) {
+  for (const auto& e : h.events()) {
     if (e["type"] == "run_started") run_started = e["time"].get<double>();
     if (e["type"] == "attempt_started" && e["attempt"] == 2) second_attempt = e["time"];
   }
@@ -77,7 +49,6 @@ TEST(SupervisorMtbf, PriorUntilAFailureThenTheRunsOwnRate) {
               second_attempt - run_started, 1e-3);
   EXPECT_EQ(specs[1].env.at("GRPO_MTBF_SOURCE"), "observed");
   EXPECT_EQ(specs[1].env.at("GRPO_MTBF_FAILURES"), "1");
-  fs::remove_all(dir);
 }
 
 // supervisor.json keeps the prior; one written before it existed reads as 0 (the default).

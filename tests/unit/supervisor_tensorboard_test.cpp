@@ -16,6 +16,7 @@
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
+#include "grpo/test_support/supervisor_harness.h"
 
 namespace grpo::supervise {
 namespace {
@@ -126,59 +127,21 @@ std::vector<Event> read_events(const fs::path& file) {
 }
 
 // --- the supervisor on the simulated runner -------------------------------------------------
-struct SupervisedRun {
-  FakeClock clock;
-  SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
-  FakeJobControl job;
-  NullStatusSink status;
-  fs::path dir;
-  SupervisorOptions opts;
-
-  explicit SupervisedRun(const std::string& name)
-      : dir(fs::temp_directory_path() /
-            ("grpo-sup-tb-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    job.slurm = false;
-    opts.run_dir = dir;
-    opts.profile = "local-cpu";
-    opts.model = "tiny-moe";
-    opts.nodes = 1;
-    opts.ranks_per_node = 2;
-    opts.config.total_steps = 10;
+struct SupervisedRun : SupervisorHarness {
+  explicit SupervisedRun(const std::string& name) : SupervisorHarness("tb-" + name) {
     opts.config.micro_batch = 16;
     opts.config.budget.max_restarts = 3;
     opts.config.budget.backoff_base_s = 1;
-    opts.config.hang.timeout_s = 5;
     opts.config.divisible_by = {16, 8};
-    opts.config.min_nodes = 1;
   }
-  ~SupervisedRun() { fs::remove_all(dir); }
 
   // One attempt whose rank 1 is killed at step 7, then one from the checkpoint of step 5.
   int crash_and_restart() {
     SimAttempt first = sim_trainer(2, 0, 10, 1.0, 5);
     sim_fault(first, 1, 7, Signaled{SIGKILL});
-    runner.push(std::move(first));
-    runner.push(sim_trainer(2, 5, 10, 1.0, 5));
-    Supervisor* self = nullptr;
-    SupervisorDeps deps{runner,
-                        clock,
-                        signals,
-                        job,
-                        status,
-                        [&self] {
-                          return self != nullptr ? self->summary().latest_checkpoint_step
-                                                 : std::int64_t{-1};
-                        },
-                        nullptr};
-    auto sup = Supervisor::open(opts, deps);
-    EXPECT_TRUE(sup.ok());
-    if (!sup.ok()) return -1;
-    self = sup->get();
-    auto code = (*sup)->run();
-    return code.ok() ? *code : -1;
+    push(std::move(first));
+    push(sim_trainer(2, 5, 10, 1.0, 5));
+    return run();
   }
 };
 

@@ -1,13 +1,8 @@
 #include "grpo/trainer/checkpoint_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 
 #include "grpo/io/checkpoint_files.h"
@@ -21,11 +16,6 @@ using core::make_error;
 
 namespace {
 
-core::Error io_error(const std::string& what, const fs::path& path, int err) {
-  return make_error(err == ENOSPC || err == EDQUOT ? ErrorKind::kNoSpace : ErrorKind::kIo,
-                    what + " " + path.string() + ": " + std::strerror(err));
-}
-
 std::optional<std::int64_t> step_of(const std::string& name) {
   return io::checkpoint_step(name);
 }
@@ -35,44 +25,11 @@ constexpr std::size_t kAnySize = std::numeric_limits<std::size_t>::max();
 
 }  // namespace
 
-core::Status write_file_synced(const fs::path& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("cannot create", path, errno);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return io_error("cannot write", path, err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return io_error("cannot fsync", path, err);
-  }
-  if (::close(fd) != 0) return io_error("cannot close", path, errno);
-  return core::ok_status();
-}
-
-core::Status fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open directory", dir, errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return io_error("cannot fsync directory", dir, err);
-  return core::ok_status();
-}
-
 CheckpointWriter::CheckpointWriter(fs::path tmp_dir, fs::path final_dir, std::int64_t step)
     : tmp_dir_(std::move(tmp_dir)), final_dir_(std::move(final_dir)), step_(step) {}
 
 core::Status CheckpointWriter::write_file(const std::string& name, std::string_view bytes) {
-  GRPO_TRY_STATUS(write_file_synced(tmp_dir_ / name, bytes));
+  GRPO_TRY_STATUS(io::write_file_synced(tmp_dir_ / name, bytes));
   files_[name] = {{"bytes", bytes.size()}, {"sha256", sha256_hex(bytes)}};
   return core::ok_status();
 }
@@ -102,8 +59,8 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
                              {"step", w.step_},
                              {"files", w.files_},
                              {"metadata", metadata}};
-  GRPO_TRY_STATUS(write_file_synced(w.tmp_dir_ / "manifest.json", manifest.dump(2) + "\n"));
-  GRPO_TRY_STATUS(fsync_dir(w.tmp_dir_));
+  GRPO_TRY_STATUS(io::write_file_synced(w.tmp_dir_ / "manifest.json", manifest.dump(2) + "\n"));
+  GRPO_TRY_STATUS(io::sync_dir(w.tmp_dir_));
 
   std::error_code ec;
   if (fs::exists(w.final_dir_)) {
@@ -118,13 +75,13 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
     return make_error(ErrorKind::kIo, "cannot rename " + w.tmp_dir_.string() + " to " +
                                           w.final_dir_.string() + ": " + ec.message());
   }
-  GRPO_TRY_STATUS(fsync_dir(root_));
+  GRPO_TRY_STATUS(io::sync_dir(root_));
 
   const fs::path latest_tmp = root_ / ".latest.tmp";
-  GRPO_TRY_STATUS(write_file_synced(latest_tmp, dir_name(w.step_) + "\n"));
+  GRPO_TRY_STATUS(io::write_file_synced(latest_tmp, dir_name(w.step_) + "\n"));
   fs::rename(latest_tmp, root_ / "latest", ec);
   if (ec) return make_error(ErrorKind::kIo, "cannot update latest: " + ec.message());
-  GRPO_TRY_STATUS(fsync_dir(root_));
+  GRPO_TRY_STATUS(io::sync_dir(root_));
 
   auto all = list();
   const auto keep = static_cast<std::size_t>(std::max<std::int64_t>(keep_last, 1));

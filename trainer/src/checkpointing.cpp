@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "full_model.h"
+#include "grpo/io/files.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/sha256.h"
 #include "grpo/trainer/tensor_io.h"
@@ -282,8 +283,8 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   if (c.torn) {
     ctx_.tel.emit("fault_injected",
                   {{"fault", c.torn->text}, {"step", s}, {"phase", "checkpoint"}});
-    (void)write_file_synced(w.dir() / "model.safetensors",
-                            std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
+    (void)io::write_file_synced(w.dir() / "model.safetensors",
+                                std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
     std::fflush(nullptr);
     _exit(kExitInjectedCrash);
   }
@@ -309,7 +310,7 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
       for (std::size_t i = d.size() / 2; i < std::min(d.size(), d.size() / 2 + 64); ++i) {
         d[i] = static_cast<char>(~d[i]);
       }
-      (void)write_file_synced(final_dir / "model.safetensors", d);
+      (void)io::write_file_synced(final_dir / "model.safetensors", d);
     }
   }
   c.write_s = seconds_since(tw);

@@ -1,5 +1,6 @@
 #include "grpo/trainer/faults.h"
 #include "grpo/core/text.h"
+#include "grpo/io/files.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -150,7 +151,7 @@ void FaultInjector::mark(const Fault& f) const {
   if (f.repeat || marker_dir_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(marker_dir_, ec);
-  (void)write_file_synced(
+  (void)io::write_file_synced(
       marker_dir_ / ("fired-" + sha256_hex(f.text).substr(0, 16) + "-rank" + std::to_string(rank_)),
       f.text + "\n");
 }

@@ -49,7 +49,8 @@ ResponseStates response_states(QwenModel& model, const SequenceBatch& batch) {
 }
 
 at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::int64_t micro_rows,
-                             double temperature) {
+                             double temperature,
+                             const std::function<void(std::int64_t)>& after_micro) {
   torch::NoGradGuard no_grad;
   const std::int64_t rows = batch.rows();
   const std::int64_t r = batch.response.size(1);
@@ -63,6 +64,7 @@ at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::
     at::Tensor flat = at::zeros({(end - begin) * r}, at::kFloat);
     flat.index_copy_(0, s.index, lp.to(at::kFloat));
     out.narrow(0, begin, end - begin).copy_(flat.view({end - begin, r}));
+    if (after_micro) after_micro(end);
   }
   return out;
 }

@@ -47,14 +47,18 @@ void logprob_phase(RunContext& ctx, TrainState& st, std::int64_t s, Rollout& r) 
   ctx.enter_phase(s, "old_logprob");
   auto t0 = std::chrono::steady_clock::now();
   st.model->set_collect_expert_load(ctx.spec.is_moe());
-  r.old_logprobs = sequence_logprobs(*st.model, r.batch, micro, cfg.temperature);
+  r.old_logprobs = sequence_logprobs(*st.model, r.batch, micro, cfg.temperature, [&](auto rows) {
+    ctx.tel.maybe_heartbeat(s, "old_logprob", {{"rows", rows}});
+  });
   st.model->set_collect_expert_load(false);
   r.expert_load = st.model->take_expert_load();
   r.old_logprob_s = seconds_since(t0);
   if (cfg.use_kl_loss) {
     ctx.enter_phase(s, "ref_logprob");
     t0 = std::chrono::steady_clock::now();
-    r.ref_logprobs = sequence_logprobs(*st.ref, r.batch, micro, cfg.temperature);
+    r.ref_logprobs = sequence_logprobs(*st.ref, r.batch, micro, cfg.temperature, [&](auto rows) {
+      ctx.tel.maybe_heartbeat(s, "ref_logprob", {{"rows", rows}});
+    });
     r.ref_logprob_s = seconds_since(t0);
   }
 }

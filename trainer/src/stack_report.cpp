@@ -180,7 +180,7 @@ class Symbolizer {
   Dwfl* dwfl_ = nullptr;
 };
 
-// The frames of one captured slot: the capture handler and the signal trampoline dropped; the
+// The frames of one captured slot: the handlers and the signal trampolines dropped; the
 // interrupted instruction exact, return addresses moved back into their call instruction.
 json frames_of(const Slot& s, const Symbolizer& sym, bool& truncated) {
   json out = json::array();
@@ -189,10 +189,14 @@ json frames_of(const Slot& s, const Symbolizer& sym, bool& truncated) {
     all.push_back(
         sym.frame(reinterpret_cast<std::uintptr_t>(s.frames[static_cast<std::size_t>(i)])));
   }
-  // Frame 0 is on_capture; the kernel's return into __restore_rt follows it.
+  // Frame 0 is on_capture; the kernel's return into __restore_rt follows it. The thread that took
+  // the stack request may still be in on_stack_request (in its write(), under another trampoline)
+  // below that: start after the last handler or trampoline frame near the top, so that every
+  // thread shows where it was, whichever thread the request reached.
   std::size_t first = all.empty() ? 0 : 1;
-  for (std::size_t i = 0; i < std::min<std::size_t>(all.size(), 4); ++i) {
-    if (all[i]["function"] == "__restore_rt") first = i + 1;
+  for (std::size_t i = 0; i < std::min<std::size_t>(all.size(), 8); ++i) {
+    const auto f = all[i].value("function", std::string());
+    if (f == "on_capture" || f == "on_stack_request" || f == "__restore_rt") first = i + 1;
   }
   for (std::size_t i = first; i < all.size(); ++i) {
     if (static_cast<int>(out.size()) == kMaxFrames) {

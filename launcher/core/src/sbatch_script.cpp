@@ -188,7 +188,10 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
   v.profile_name = sanitize_name(c.name);
   v.model_name = sanitize_name(plan.model.name);
   v.job_name = "grpo-" + v.model_name + "-" + v.profile_name;
-  v.nodes = std::to_string(map.nodes);
+  if (options.spare_nodes < 0) {
+    return make_error(ErrorKind::kInvalidValue, "--spare-nodes must not be negative");
+  }
+  v.nodes = std::to_string(map.nodes + options.spare_nodes);
   v.ntasks_per_node = std::to_string(map.ranks_per_node);
 
   GRPO_TRY_STATUS(fill_sbatch_directives(c, map.ranks_per_node, options.run_dir, v));

@@ -18,12 +18,6 @@ using core::make_error;
 
 namespace {
 
-core::Error errno_error(const std::string& what, const fs::path& path) {
-  const int err = errno;
-  return make_error(err == ENOSPC || err == EDQUOT ? ErrorKind::kNoSpace : ErrorKind::kIo,
-                    what + " " + path.string() + ": " + std::strerror(err));
-}
-
 std::string random_suffix() {
   std::random_device rd;
   std::uniform_int_distribution<unsigned> dist(0, 0xffffff);
@@ -32,39 +26,52 @@ std::string random_suffix() {
   return buf;
 }
 
-core::Status write_and_sync(const fs::path& path, std::string_view content, unsigned mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return errno_error("cannot create", path);
+// errno as the failed call left it.
+core::Error last_error(const std::string& what, const fs::path& path) {
+  return errno_error(what, path, errno);
+}
+
+}  // namespace
+
+core::Error errno_error(const std::string& what, const fs::path& path, int err) {
+  return make_error(err == ENOSPC || err == EDQUOT ? ErrorKind::kNoSpace : ErrorKind::kIo,
+                    what + " " + path.string() + ": " + std::strerror(err));
+}
+
+core::Status write_file_synced(const fs::path& path, std::string_view content, unsigned mode,
+                               bool exclusive) {
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+  const int fd = ::open(path.c_str(), flags, mode);
+  if (fd < 0) return last_error("cannot create", path);
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      auto e = errno_error("cannot write", path);
+      auto e = last_error("cannot write", path);
       ::close(fd);
       return e;
     }
     done += static_cast<std::size_t>(n);
   }
   if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
-    auto e = errno_error("cannot sync", path);
+    auto e = last_error("cannot sync", path);
     ::close(fd);
     return e;
   }
-  if (::close(fd) != 0) return errno_error("cannot close", path);
+  if (::close(fd) != 0) return last_error("cannot close", path);
   return core::ok_status();
 }
 
 core::Status sync_dir(const fs::path& dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno_error("cannot open directory", dir);
+  if (fd < 0) return last_error("cannot open directory", dir);
   const int rc = ::fsync(fd);
+  const int err = errno;
   ::close(fd);
-  if (rc != 0) return errno_error("cannot sync directory", dir);
+  if (rc != 0) return errno_error("cannot sync directory", dir, err);
   return core::ok_status();
 }
-
-}  // namespace
 
 core::Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   std::error_code ec;
@@ -73,7 +80,7 @@ core::Result<std::string> read_file(const fs::path& path, std::size_t max_bytes)
   if (fs::is_directory(path, ec))
     return make_error(ErrorKind::kIo, path.string() + " is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return errno_error("cannot read", path);
+  if (!in) return last_error("cannot read", path);
   std::string out;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -83,7 +90,7 @@ core::Result<std::string> read_file(const fs::path& path, std::size_t max_bytes)
                         path.string() + ": larger than " + std::to_string(max_bytes) + " bytes");
     }
   }
-  if (in.bad()) return errno_error("cannot read", path);
+  if (in.bad()) return last_error("cannot read", path);
   return out;
 }
 
@@ -91,9 +98,9 @@ core::Status write_file_atomic(const fs::path& path, std::string_view content, u
   const fs::path dir = path.parent_path();
   const fs::path tmp = (dir.empty() ? fs::path(".") : dir) /
                        ("." + path.filename().string() + ".tmp-" + random_suffix());
-  GRPO_TRY_STATUS(write_and_sync(tmp, content, mode));
+  GRPO_TRY_STATUS(write_file_synced(tmp, content, mode, /*exclusive=*/true));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto e = errno_error("cannot rename into", path);
+    auto e = last_error("cannot rename into", path);
     ::unlink(tmp.c_str());
     return e;
   }
@@ -142,7 +149,7 @@ core::Status create_dir_atomic(const fs::path& path,
   if (ec)
     return make_error(ErrorKind::kIo, "cannot create " + parent.string() + ": " + ec.message());
   const fs::path tmp = parent / ("." + path.filename().string() + ".tmp-" + random_suffix());
-  if (::mkdir(tmp.c_str(), 0700) != 0) return errno_error("cannot create", tmp);
+  if (::mkdir(tmp.c_str(), 0700) != 0) return last_error("cannot create", tmp);
   auto cleanup = [&] { fs::remove_all(tmp, ec); };
   for (const auto& [name, content] : files) {
     if (name.find('/') != std::string::npos || name.empty() || name[0] == '.') {
@@ -150,7 +157,7 @@ core::Status create_dir_atomic(const fs::path& path,
       return make_error(ErrorKind::kInternal, "bad file name for run directory: " + name);
     }
     const bool exec = std::find(executable.begin(), executable.end(), name) != executable.end();
-    auto st = write_and_sync(tmp / name, content, exec ? 0700 : 0600);
+    auto st = write_file_synced(tmp / name, content, exec ? 0700 : 0600, /*exclusive=*/true);
     if (!st.ok()) {
       cleanup();
       return st;

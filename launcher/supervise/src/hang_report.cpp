@@ -32,18 +32,11 @@ const ThreadStack* main_thread(const RankStacks& s) {
 }
 
 // The first frame of `t` outside the C library and the loader (0 when every frame is inside).
+// grpo-trainer drops its own signal handlers' frames before it reports (stack_report.cpp).
 std::size_t first_own_frame(const ThreadStack& t) {
   std::size_t first = 0;
-  // The thread that took the stack request (often the main thread) carries the trainer's signal
-  // handler and the kernel's trampoline on top of where it was: start below them, so that a rank
-  // does not differ from its peers only by which of its threads the signal reached.
-  for (std::size_t i = 0; i < t.frames.size(); ++i) {
-    const std::string& f = t.frames[i].function;
-    if (f.rfind("on_stack_request", 0) == 0 || f.rfind("on_capture", 0) == 0) first = i + 1;
-  }
-  const std::size_t below_handler = first;
   while (first < t.frames.size() && system_module(t.frames[first].module)) ++first;
-  return first == t.frames.size() ? below_handler : first;
+  return first == t.frames.size() ? 0 : first;
 }
 
 std::string ranks_text(const std::vector<int>& ranks) {

@@ -1,4 +1,5 @@
 #include "grpo/supervise/node_health.h"
+#include "grpo/io/files.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -20,15 +21,15 @@ using nlohmann::json;
 
 HealthProbes system_probes() {
   HealthProbes p;
-  p.write_error = [](const fs::path& dir) -> std::optional<std::string> {
+  p.write_error = [](const fs::path& dir) -> std::optional<core::Error> {
     const fs::path probe = dir / (".health-" + std::to_string(::getpid()));
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return dir.string() + ": " + std::strerror(errno);
+    if (fd < 0) return io::errno_error("cannot create", probe, errno);
     const bool written = ::write(fd, "ok\n", 3) == 3;
     const int saved = errno;
     ::close(fd);
     ::unlink(probe.c_str());
-    if (!written) return dir.string() + ": write failed: " + std::strerror(saved);
+    if (!written) return io::errno_error("cannot write", probe, saved);
     return std::nullopt;
   };
   p.free_bytes = [](const fs::path& dir) -> std::optional<std::uint64_t> {
@@ -88,7 +89,8 @@ std::vector<HealthFinding> check_node(const std::string& node, const HealthSpec&
                                       const HealthProbes& probes, slurm::ProcessRunner& runner) {
   std::vector<HealthFinding> out;
   if (auto why = probes.write_error(spec.run_dir)) {
-    out.push_back({node, "run_dir", "the run directory is not writable: " + *why});
+    out.push_back({node, why->kind == core::ErrorKind::kNoSpace ? "disk" : "run_dir",
+                   "the run directory is not writable: " + why->message});
   }
   if (spec.min_free_bytes > 0) {
     const auto free = probes.free_bytes(spec.run_dir);

@@ -80,8 +80,11 @@ Decision decide(const Failure& failure, const History& history, const Budget& bu
               r.spends_budget = false;
               r.exclude = {n.node};
               r.delay_s = 0;
-              r.reason = "node " + n.node + " lost: excluded, continuing on " +
-                         std::to_string(ctx.nodes - 1) + " nodes";
+              r.reason = ctx.spares > 0 ? "node " + n.node +
+                                              " lost: excluded, a spare node takes its place (" +
+                                              std::to_string(ctx.spares - 1) + " spare(s) left)"
+                                        : "node " + n.node + " lost: excluded, continuing on " +
+                                              std::to_string(ctx.nodes - 1) + " nodes";
               return r;
             }
             if (ctx.under_slurm)

@@ -506,6 +506,7 @@ Context Supervisor::policy_context(const Attempt& a) const {
   for (const auto& n : alloc) {
     if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
   }
+  c.spares = std::max(0, available - a.spec.nodes);
   const int after_loss = usable_nodes(available - 1);
   if (after_loss >= 1 && after_loss >= min_nodes) {
     c.min_nodes = after_loss;
@@ -948,6 +949,7 @@ core::Result<int> Supervisor::run() {
                             {"world_size", a.spec.world_size()},
                             {"nodes", nodes},
                             {"hosts", hosts},
+                            {"spares", std::max(0, available - nodes)},
                             {"excluded", excluded_},
                             {"micro_batch", micro_batch_ > 0 ? json(micro_batch_) : json(nullptr)},
                             {"resume_step", resume}}));

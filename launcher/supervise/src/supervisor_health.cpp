@@ -12,12 +12,10 @@ using nlohmann::json;
 
 namespace {
 
-// Too little space in the run directory: the free-space check, or a write that failed with
-// ENOSPC / EDQUOT (strerror's words: the probe reports the text).
+// Too little space in the run directory: the free-space check, or a write probe that failed with
+// ENOSPC / EDQUOT (check_node calls both "disk").
 bool storage_finding(const HealthFinding& f) {
-  return f.check == "disk" ||
-         (f.check == "run_dir" && (f.detail.find("No space left on device") != std::string::npos ||
-                                   f.detail.find("Disk quota exceeded") != std::string::npos));
+  return f.check == "disk";
 }
 
 }  // namespace

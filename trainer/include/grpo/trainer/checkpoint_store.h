@@ -123,8 +123,4 @@ struct CheckpointPick {
 CheckpointPick pick_checkpoint(const CheckpointStore& store, const std::string& resume_mode,
                                const std::filesystem::path& resume_path, bool clean);
 
-// Whole-file writes with fsync (used by the store and the trainer; reads go through io::read_file).
-core::Status write_file_synced(const std::filesystem::path& path, std::string_view bytes);
-core::Status fsync_dir(const std::filesystem::path& dir);
-
 }  // namespace grpo::trainer

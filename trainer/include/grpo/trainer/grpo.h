@@ -47,8 +47,11 @@ struct ResponseStates {
 ResponseStates response_states(QwenModel& model, const SequenceBatch& batch);
 
 // Per-token log-probs [B, R] (0 at invalid slots) under `model`, in micro batches, no grad.
+// `after_micro` (if set) is called with the rows done after every micro batch: the caller's
+// heartbeat, so a long old/ref log-prob pass is not one silent computation.
 at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::int64_t micro_rows,
-                             double temperature);
+                             double temperature,
+                             const std::function<void(std::int64_t)>& after_micro = {});
 
 struct AdamWOptions {
   double lr = 1e-4;

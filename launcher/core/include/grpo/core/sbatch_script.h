@@ -19,6 +19,7 @@ struct SbatchRunOptions {
   std::string launcher_path;  // absolute path of the grpo-launch executable
   std::string run_id;         // the run directory's name; exported as GRPO_RUN_ID
   std::string version;        // grpo-launch version, shown in the header comment
+  int spare_nodes = 0;        // hot spares: nodes asked for beyond the rank map's
 };
 
 // One exported variable: `export <name>=<value>`; value is already shell-quoted.
@@ -36,7 +37,7 @@ struct SbatchView {
   std::string model_name;    // plan.model.name, sanitize_name()d
   // #SBATCH values (validated, never quoted):
   std::string job_name;                 // "grpo-<model>-<profile>", sanitized
-  std::string nodes;                    // rank map nodes
+  std::string nodes;                    // rank map nodes + spare nodes
   std::string ntasks_per_node;          // rank map ranks_per_node
   std::string gpus_per_node;            // NVIDIA/Ascend without slurm.gres
   std::string gres;                     // slurm.gres (NVIDIA/Ascend only)

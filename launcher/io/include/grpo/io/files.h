@@ -12,6 +12,20 @@
 
 namespace grpo::io {
 
+// The project's error for a failed system call on `path`: kNoSpace for ENOSPC/EDQUOT (a full
+// disk or quota: the supervisor gives up instead of restarting), kIo otherwise; the message is
+// "<what> <path>: <strerror(err)>".
+core::Error errno_error(const std::string& what, const std::filesystem::path& path, int err);
+
+// Writes `content` to `path` (created with `mode`, or truncated; with `exclusive`, refused if it
+// exists) and fsyncs it. Not atomic by itself: the caller renames or commits. Errors: kIo,
+// kNoSpace.
+core::Status write_file_synced(const std::filesystem::path& path, std::string_view content,
+                               unsigned mode = 0644, bool exclusive = false);
+
+// fsyncs directory `dir` (after creating or renaming entries in it). Errors: kIo.
+core::Status sync_dir(const std::filesystem::path& dir);
+
 // Reads a whole file (refuses files over `max_bytes`). Errors: kNotFound, kIo.
 core::Result<std::string> read_file(const std::filesystem::path& path,
                                     std::size_t max_bytes = 16u << 20);

@@ -40,8 +40,9 @@ struct HealthFinding {
 
 // What the built-in checks look at (system_probes(): the real ones).
 struct HealthProbes {
-  // nullopt when a file can be created and removed in the directory, else why not.
-  std::function<std::optional<std::string>(const std::filesystem::path&)> write_error;
+  // nullopt when a file can be created and removed in the directory, else why not (kNoSpace
+  // when the file system is full or over quota: a "disk" finding, not "run_dir").
+  std::function<std::optional<core::Error>(const std::filesystem::path&)> write_error;
   // Free bytes for an unprivileged user on the directory's file system; nullopt: unknown.
   std::function<std::optional<std::uint64_t>(const std::filesystem::path&)> free_bytes;
   // (device/port, state line) of every InfiniBand port, e.g. ("mlx5_0/1", "4: ACTIVE").

@@ -63,6 +63,7 @@ struct Context {
   bool under_slurm = false;           // requeue is possible
   int nodes = 1;                      // nodes in the current attempt
   int min_nodes = 1;                  // fewest nodes the plan still runs on (DP shrinks)
+  int spares = 0;                     // hot spares: allocated nodes outside this attempt
   std::vector<std::string> excluded;  // nodes already excluded
   int micro_batch = 1;                // current micro batch per rank
   bool offload = false;               // offload already on
