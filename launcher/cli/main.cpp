@@ -135,7 +135,7 @@ void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
       ->group(group);
   app->add_flag("--export-hf", f.export_hf,
                 "When training succeeds, write the final checkpoint as a Hugging Face model "
-                "into <run_dir>/hf (grpo-trainer only; exit 85 if that fails)")
+                "into <run_dir>/hf (grpo-trainer only; exit 86 if that fails)")
       ->group(group);
 }
 
@@ -166,7 +166,9 @@ int main(int argc, char** argv) {
         "Exit codes: 0 ok, 1 findings (infeasible plan, errors found), 2 bad input, 64 usage,\n"
         "69 Slurm unreachable, 70 internal error, 73 cannot write output, 76 request refused;\n"
         "run / supervise: 75 requeued, 80 restart budget used up, 81 no progress, 82 not "
-        "retryable,\n83 out of memory, 84 nodes lost, 130 interrupted.\n"
+        "retryable,\n83 out of memory, 84 nodes lost, 85 disk full, 86 finished but the "
+        "--export-hf "
+        "export failed,\n130 interrupted.\n"
         "Profiles are searched in --profile-dir, $GRPO_LAUNCH_PROFILE_PATH, "
         "~/.config/grpo-launch/profiles,\n"
         "then the installed ones. See `grpo-launch profiles`.");
