@@ -75,6 +75,15 @@ submit_plain() { # args... (no trainer settings: --trainer-cmd refuses them)
   [[ -n "$JOB" ]] || fail "no job id in: $out"
 }
 
+# The node tests' fault: once step 4 is done, n2 dies (slurmd and every process on it; cleanup
+# revives it); then the job must complete.
+kill_n2_at_step4_and_finish() {
+  wait_step "$run" 4 120
+  killed_node=n2
+  "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
+  expect_completed 180
+}
+
 show() {
   scontrol show job "$JOB" >&2 || true
   tail -n 40 "$run"/slurm-*.err >&2 2>/dev/null || true
@@ -151,10 +160,7 @@ PY
     ;;
   node)
     submit --hang-timeout 20 --fault "$SLOW"
-    wait_step "$run" 4 120
-    killed_node=n2
-    "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
-    expect_completed 180
+    kill_n2_at_step4_and_finish
     # The classes seen on the way may include the peers' comm failure before Slurm's verdict.
     python3 - "$run" <<'PY' || fail "node loss not handled"
 import json, sys
@@ -190,10 +196,7 @@ PY
     # uninterrupted run's (the reference) although training moved to another node mid-run.
     submit --hang-timeout 20 --fault "$SLOW" --spare-nodes 1
     grep -q '^#SBATCH --nodes=3$' "$run"/job.sbatch || fail "the job does not ask for 3 nodes"
-    wait_step "$run" 4 120
-    killed_node=n2
-    "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
-    expect_completed 180
+    kill_n2_at_step4_and_finish
     python3 - "$run" <<'PY' || fail "the spare did not replace the lost node"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]

@@ -332,13 +332,7 @@ TEST(SupervisorLoop, NodeLossExcludesTheNodeAndContinuesOnFewerRanks) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.budget.max_restarts = 0;  // a membership change spends nothing
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      0.5 + 6.0 + 0.5, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n2", 0.5 + 6.0 + 0.5));
   h.push(Harness::attempt(5, 1));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto f = h.of("failure");
@@ -366,13 +360,7 @@ TEST(SupervisorLoop, NodeLossTakesASpareBeforeShrinking) {
   h.opts.nodes = 2;
   h.opts.ranks_per_node = 1;
   h.opts.config.budget.max_restarts = 0;
-  SimAttempt a = Harness::failing(1, 7, std::nullopt);
-  a.actions.push_back(SimAction{
-      0.5 + 6.0 + 0.5, 1,
-      RunnerNote{NoteKind::kNodeFailure, "srun: error: Node failure on n2", std::nullopt, "n2"}});
-  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 0, SimExit{Exited{4}}});
-  a.actions.push_back(SimAction{0.5 + 6.0 + 0.6, 1, SimExit{Signaled{SIGKILL}}});
-  h.push(a);
+  h.push(Harness::node_failure("n2", 0.5 + 6.0 + 0.5));
   h.push(Harness::attempt(5, 2));
   EXPECT_EQ(h.run(), kExitSucceeded);
   const auto starts = h.of("attempt_started");
