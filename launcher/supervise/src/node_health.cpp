@@ -1,11 +1,9 @@
 #include "grpo/supervise/node_health.h"
 #include "grpo/io/files.h"
 
-#include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -23,13 +21,10 @@ HealthProbes system_probes() {
   HealthProbes p;
   p.write_error = [](const fs::path& dir) -> std::optional<core::Error> {
     const fs::path probe = dir / (".health-" + std::to_string(::getpid()));
-    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return io::errno_error("cannot create", probe, errno);
-    const bool written = ::write(fd, "ok\n", 3) == 3;
-    const int saved = errno;
-    ::close(fd);
-    ::unlink(probe.c_str());
-    if (!written) return io::errno_error("cannot write", probe, saved);
+    auto st = io::write_file_synced(probe, "ok\n", 0600, /*exclusive=*/true);
+    std::error_code ec;
+    fs::remove(probe, ec);
+    if (!st.ok()) return st.error();
     return std::nullopt;
   };
   p.free_bytes = [](const fs::path& dir) -> std::optional<std::uint64_t> {
