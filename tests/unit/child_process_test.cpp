@@ -118,6 +118,31 @@ TEST(ChildSignal, NothingIsSentToTheGroupOnceTheLeaderIsReaped) {
   ::kill(member, SIGKILL);
 }
 
+// process_stopped reads the state from /proc: a SIGSTOPped child is stopped, a continued one
+// is not, and neither is a pid that is gone.
+TEST(ProcessStopped, FollowsSigstopAndSigcont) {
+  ChildSpec spec;
+  spec.argv = {"/bin/sleep", "30"};
+  auto spawned = Child::spawn(spec);
+  ASSERT_TRUE(spawned.ok()) << spawned.error().str();
+  auto& child = *spawned.value();
+  const auto wait_for = [&](bool want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (process_stopped(child.pid()) != want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return process_stopped(child.pid()) == want;
+  };
+  EXPECT_FALSE(process_stopped(child.pid()));
+  child.signal_self(SIGSTOP);
+  EXPECT_TRUE(wait_for(true));
+  child.signal_self(SIGCONT);
+  EXPECT_TRUE(wait_for(false));
+  child.signal_self(SIGKILL);
+  while (!child.try_reap()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(process_stopped(child.pid()));
+}
+
 // make_log_dir sets the mode of the directories it creates (0700) and of nothing else: not of a
 // parent that was already there, nor of an attempt directory that exists.
 TEST(MakeLogDir, ChangesOnlyWhatItCreates) {

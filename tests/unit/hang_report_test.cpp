@@ -110,8 +110,10 @@ TEST(HangReport, TiesHaveNoMajorityAndNoOddRank) {
   const HangReport pair = group_stacks(2, {rank_with(1, kSleeping), rank_with(0, kCollective)});
   EXPECT_FALSE(pair.majority);
   EXPECT_TRUE(pair.odd_ranks.empty());
-  // One rank alone is no majority either.
-  EXPECT_FALSE(group_stacks(1, {rank_with(0, kCollective)}).majority);
+  // One rank alone is no majority either: the summary shows its stack.
+  const HangReport one = group_stacks(2, {rank_with(1, kCollective)});
+  EXPECT_FALSE(one.majority);
+  EXPECT_EQ(one.summary.rfind("only rank 1 answered (update): ", 0), 0u) << one.summary;
 }
 
 TEST(HangReport, ARanksSecondAnswerReplacesItsFirst) {
@@ -130,6 +132,30 @@ TEST(HangReport, ARanksSecondAnswerReplacesItsFirst) {
   late.method = "signal";
   late.deadline = 10;
   EXPECT_TRUE(late.complete(10));
+}
+
+// A stopped rank (SIGSTOP) cannot answer: the request is complete without it, and the summary
+// names it first.
+TEST(HangReport, StoppedRanksAreNotWaitedForAndLeadTheSummary) {
+  StackRequest req;
+  req.world_size = 3;
+  req.method = "signal";
+  req.deadline = 10;
+  req.stopped = {2};
+  req.add(rank_with(0, kCollective));
+  EXPECT_FALSE(req.complete(1));
+  req.add(rank_with(1, kCollective));
+  EXPECT_TRUE(req.complete(1));
+  const HangReport h = group_stacks(3, req.received, req.stopped);
+  EXPECT_EQ(h.stopped_ranks, (std::vector<int>{2}));
+  EXPECT_TRUE(h.missing_ranks.empty());
+  EXPECT_EQ(
+      h.summary.rfind("rank(s) 2 stopped (process state T, e.g. SIGSTOP); all 2 answering", 0), 0u)
+      << h.summary;
+  EXPECT_EQ(hang_report_fields(h)["stopped_ranks"], nlohmann::json::array({2}));
+  // A stopped rank that answered after all (continued in time) counts once.
+  req.add(rank_with(2, kSleeping));
+  EXPECT_TRUE(group_stacks(3, req.received, req.stopped).stopped_ranks.empty());
 }
 
 TEST(HangReport, ParsesEuStack) {

@@ -269,6 +269,17 @@ core::Result<int> free_local_port() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
+bool process_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  // "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  const char state = stat[close + 2];
+  return state == 'T' || state == 't';
+}
+
 namespace {
 
 std::optional<fs::path> memory_counter_file(pid_t pid) {

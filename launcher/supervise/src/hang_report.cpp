@@ -159,7 +159,8 @@ std::vector<std::string> stack_key(const RankStacks& stacks) {
   return key;
 }
 
-HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks) {
+HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks,
+                        const std::vector<int>& stopped) {
   HangReport r;
   r.world_size = world_size;
   std::map<int, const RankStacks*> by_rank;
@@ -185,7 +186,9 @@ HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks) {
     r.groups[it->second].ranks.push_back(rank);
   }
   for (int rank = 0; rank < world_size; ++rank) {
-    if (!by_rank.count(rank)) r.missing_ranks.push_back(rank);
+    if (by_rank.count(rank)) continue;
+    const bool is_stopped = std::find(stopped.begin(), stopped.end(), rank) != stopped.end();
+    (is_stopped ? r.stopped_ranks : r.missing_ranks).push_back(rank);
   }
   std::vector<std::size_t> order(r.groups.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -215,6 +218,10 @@ HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks) {
   std::string line;
   if (answered == 0) {
     line = "no rank answered with its stack";
+  } else if (answered == 1) {
+    line = "only rank " + std::to_string(r.groups[0].ranks.front()) + " answered" +
+           (r.groups[0].phase.empty() ? "" : " (" + r.groups[0].phase + ")") + ": " +
+           key_text(sorted_keys[0], 4);
   } else if (r.majority && r.odd_ranks.empty()) {
     line = "all " + std::to_string(answered) + " answering rank(s) have the same stack" +
            (r.groups[0].phase.empty() ? "" : " (" + r.groups[0].phase + ")") + ": " +
@@ -231,6 +238,10 @@ HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks) {
   }
   if (!r.missing_ranks.empty()) {
     line += "; rank(s) " + ranks_text(r.missing_ranks) + " did not answer";
+  }
+  if (!r.stopped_ranks.empty()) {
+    line = "rank(s) " + ranks_text(r.stopped_ranks) + " stopped (process state T, e.g. SIGSTOP); " +
+           line;
   }
   r.summary = line;
   return r;
@@ -254,13 +265,10 @@ json hang_report_fields(const HangReport& report, std::size_t top_frames) {
   }
   int answered = 0;
   for (const auto& g : report.groups) answered += static_cast<int>(g.ranks.size());
-  return {{"world_size", report.world_size},
-          {"answered", answered},
-          {"majority", report.majority},
-          {"odd_ranks", report.odd_ranks},
-          {"missing_ranks", report.missing_ranks},
-          {"groups", std::move(groups)},
-          {"summary", report.summary}};
+  return {{"world_size", report.world_size},       {"answered", answered},
+          {"majority", report.majority},           {"odd_ranks", report.odd_ranks},
+          {"missing_ranks", report.missing_ranks}, {"stopped_ranks", report.stopped_ranks},
+          {"groups", std::move(groups)},           {"summary", report.summary}};
 }
 
 std::string format_stacks(const std::vector<RankStacks>& stacks) {

@@ -28,6 +28,15 @@ void Supervisor::ask_for_stacks(StackRequest& req, const AttemptSpec& spec) {
     if (auto st = d_.runner.signal(SIGUSR1); !st.ok()) {
       req.method = "none";
       req.note = "cannot signal the ranks: " + st.error().message;
+      return;
+    }
+    // A stopped rank (SIGSTOP) cannot answer until continued: do not wait for it.
+    for (const auto& [rank, pid] : d_.runner.rank_pids()) {
+      if (process_stopped(pid)) req.stopped.push_back(rank);
+    }
+    if (!req.stopped.empty()) {
+      spdlog::info("hang: {} rank(s) stopped (state T), first rank {}: not waiting for them",
+                   req.stopped.size(), req.stopped.front());
     }
     return;
   }
@@ -72,7 +81,7 @@ void Supervisor::ask_for_stacks(StackRequest& req, const AttemptSpec& spec) {
 core::Status Supervisor::record_hang_report(StackRequest& req, int attempt, const AttemptSpec& spec,
                                             const Hang& hang) {
   req.reported = true;
-  const HangReport report = group_stacks(req.world_size, req.received);
+  const HangReport report = group_stacks(req.world_size, req.received, req.stopped);
   json fields = hang_report_fields(report);
   fields["attempt"] = attempt;
   fields["method"] = req.method;

@@ -74,6 +74,10 @@ class Child {
   std::optional<slurm::ExitStatus> status_;
 };
 
+// Whether process `pid` is stopped (state T in /proc/<pid>/stat: SIGSTOP, SIGTSTP; also a
+// ptrace stop, t): it cannot answer a signal until continued. False when it is gone.
+bool process_stopped(pid_t pid);
+
 // Creates an attempt's log directory and any missing parent (<run_dir>/logs), each 0700. Only
 // what it creates: an existing directory's mode is left alone. Errors: kIo.
 core::Status make_log_dir(const std::filesystem::path& dir);

@@ -5,6 +5,7 @@
 // as the `hang_report` event's fields (docs/events.md) and as text.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,17 +65,20 @@ struct HangReport {
   std::vector<StackGroup> groups;  // largest first; equal sizes by their lowest rank
   bool majority = false;           // groups[0] is larger than every other group
   std::vector<int> odd_ranks;      // ranks that answered outside groups[0] (majority only)
-  std::vector<int> missing_ranks;  // ranks that did not answer
+  std::vector<int> missing_ranks;  // ranks that did not answer (stopped ones excepted)
+  std::vector<int> stopped_ranks;  // stopped processes (state T: SIGSTOP), which cannot answer
   std::string summary;             // one line
 };
 
 // Groups the stacks of the ranks that answered (ranks outside [0, world_size) are ignored, a
 // rank's second answer replaces its first). No majority (a tie for the largest group, or a world
-// of one rank): no odd ranks, every group is listed.
-HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks);
+// of one rank): no odd ranks, every group is listed. `stopped`: ranks whose process was found
+// stopped when the stacks were asked for; they lead the summary.
+HangReport group_stacks(int world_size, const std::vector<RankStacks>& stacks,
+                        const std::vector<int>& stopped = {});
 
 // The `hang_report` event's report fields (docs/events.md): world_size, answered, majority,
-// odd_ranks, missing_ranks, groups [{ranks, phase, frames (at most `top_frames`:
+// odd_ranks, missing_ranks, stopped_ranks, groups [{ranks, phase, frames (at most `top_frames`:
 // {function, module?, file?, line?})}], summary.
 nlohmann::json hang_report_fields(const HangReport& report, std::size_t top_frames = 12);
 
@@ -89,10 +93,16 @@ struct StackRequest {
   std::string method;   // "signal" (SIGUSR1 to grpo-trainer), "eu-stack", or "none" (why: note)
   std::string note;     // why there are no stacks (method "none")
   std::vector<RankStacks> received;
-  bool reported = false;  // its hang_report was recorded
-  // Every rank answered, or the deadline passed, or nothing can come.
+  std::vector<int> stopped;  // ranks found stopped (state T) when asked: they cannot answer
+  bool reported = false;     // its hang_report was recorded
+  // Every rank answered or is stopped, or the deadline passed, or nothing can come.
   bool complete(double now) const {
-    return method == "none" || now >= deadline || static_cast<int>(received.size()) >= world_size;
+    if (method == "none" || now >= deadline) return true;
+    int done = static_cast<int>(stopped.size());
+    for (const auto& r : received) {
+      if (std::find(stopped.begin(), stopped.end(), r.rank) == stopped.end()) ++done;
+    }
+    return done >= world_size;
   }
   // A rank's answer (a second answer of the same rank replaces the first).
   void add(RankStacks s) {
