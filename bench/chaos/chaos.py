@@ -4,10 +4,12 @@
 
 usage: bench/chaos/chaos.py [--launch build/bin/grpo-launch]
                             [--trainer build/bin/grpo-trainer] [--steps 400] [--seed 1]
-                            [--min-gap 30] [--max-gap 60] [--ooms 1] [--hangs 0] [--keep DIR]
+                            [--min-gap 30] [--max-gap 60] [--ooms 1] [--hangs 0]
+                            [--save-freq auto|N] [--keep DIR]
 
 The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
---max-restarts 100, --backoff 0.5. Faults from outside, one every U(min-gap, max-gap) seconds:
+--max-restarts 100, --backoff 0.5, trainer.save_freq=auto (the local-cpu profile extended with
+node_mtbf_hours = the mean fault gap, the prior a user who knows the failure rate would write). Faults from outside, one every U(min-gap, max-gap) seconds:
   kill9    SIGKILL to a random rank
   stop     SIGSTOP to a random rank (a hang; the supervisor must detect and kill it)
   corrupt  flip bytes in the newest checkpoint's model.safetensors, then SIGKILL a rank (the
@@ -15,7 +17,7 @@ The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-t
   slow     SIGSTOP a rank for 2 s, then SIGCONT (a hiccup that must not count as a hang)
 and, injected through the trainer at random steps when the run starts: --ooms x oom (OOM_ERROR in
 the update: the micro batch is halved; at most 4, the micro batch is 16), torn_ckpt (a crash while
-writing a checkpoint) and --hangs x hang (one rank stops in its step while the other waits in a
+writing a checkpoint; only with a fixed --save-freq, whose save steps are known) and --hangs x hang (one rank stops in its step while the other waits in a
 collective: a hung collective, found by the hang timeout).
 At the end the event log is checked (tests/integration/check_supervised.py) and summarised.
 
@@ -75,6 +77,9 @@ def main():
     ap.add_argument("--max-gap", type=float, default=60)
     ap.add_argument("--ooms", type=int, default=1)
     ap.add_argument("--hangs", type=int, default=0)
+    ap.add_argument("--save-freq", default="auto",
+                    help="trainer.save_freq: auto (the Young-Daly interval; the profile's prior "
+                         "MTBF is set to the mean fault gap) or a step count")
     ap.add_argument("--keep")
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -84,17 +89,31 @@ def main():
     sft = a.steps // 2
     # GRPO steps (an OOM fault is in the update); distinct steps, drawn in this order.
     oom_steps = sorted(rng.sample(range(sft + 1, a.steps - 20), min(4, a.ooms)))
-    torn_step = rng.randint(2, a.steps // 10 - 1) * 10  # save_freq 10
+    # A torn checkpoint needs a step that is saved: only with a fixed interval (under "auto"
+    # the save steps depend on the measured costs; the external `corrupt` fault remains).
+    torn_step = None
+    if a.save_freq != "auto":
+        freq = int(a.save_freq)
+        torn_step = rng.randint(2, a.steps // freq - 1) * freq
     hang_steps = sorted(rng.sample(range(20, a.steps - 20), a.hangs))
     trainer_faults = [f"oom@step={s},phase=update" for s in oom_steps]
-    trainer_faults.append(f"torn_ckpt@step={torn_step}")
+    if torn_step is not None:
+        trainer_faults.append(f"torn_ckpt@step={torn_step}")
     trainer_faults += [f"hang@step={s},rank={rng.randint(0, 1)}" for s in hang_steps]
-    cmd = [a.launch, "--log-level", "info", "run", "--profile", "local-cpu", "--model", "tiny-moe",
+    # The cluster profile's prior failure rate is the rate this benchmark injects (as a user who
+    # knows their cluster would write it): local-cpu with node_mtbf_hours = the mean fault gap.
+    profiles = os.path.join(tmp, "profiles")
+    os.makedirs(os.path.join(profiles, "clusters"), exist_ok=True)
+    with open(os.path.join(profiles, "clusters", "chaos-cpu.toml"), "w") as f:
+        f.write('name = "chaos-cpu"\nextends = "local-cpu"\n'
+                f"node_mtbf_hours = {(a.min_gap + a.max_gap) / 2 / 3600:.6f}\n")
+    cmd = [a.launch, "--log-level", "info", "--profile-dir", profiles, "run",
+           "--profile", "chaos-cpu", "--model", "tiny-moe",
            "--run-dir", run_dir, "--hang-timeout", "10", "--max-restarts", "100",
            "--no-progress-restarts", "10", "--backoff", "0.5",
            "--set", f"trainer.sft_warmup_steps={sft}",
            "--set", f"trainer.total_training_steps={a.steps - sft}",
-           "--set", "trainer.save_freq=10", "--set", "trainer.test_freq=50",
+           "--set", f"trainer.save_freq={a.save_freq}", "--set", "trainer.test_freq=50",
            "--set", "trainer.threads=1"]
     for f in trainer_faults:
         cmd += ["--fault", f]
