@@ -5,7 +5,7 @@
 usage: bench/chaos/chaos.py [--launch build/bin/grpo-launch]
                             [--trainer build/bin/grpo-trainer] [--steps 400] [--seed 1]
                             [--min-gap 30] [--max-gap 60] [--ooms 1] [--hangs 0]
-                            [--save-freq auto|N] [--keep DIR]
+                            [--save-freq auto|N] [--hang-timeout 10] [--keep DIR]
 
 The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
 --max-restarts 100, --backoff 0.5, trainer.save_freq=auto (the local-cpu profile extended with
@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--save-freq", default="auto",
                     help="trainer.save_freq: auto (the Young-Daly interval; the profile's prior "
                          "MTBF is set to the mean fault gap) or a step count")
+    ap.add_argument("--hang-timeout", default="10",
+                    help="grpo-launch --hang-timeout: the floor of the calibrated hang limits "
+                         "(the 2 s `slow` hiccups must stay below it)")
     ap.add_argument("--keep")
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -109,7 +112,7 @@ def main():
                 f"node_mtbf_hours = {(a.min_gap + a.max_gap) / 2 / 3600:.6f}\n")
     cmd = [a.launch, "--log-level", "info", "--profile-dir", profiles, "run",
            "--profile", "chaos-cpu", "--model", "tiny-moe",
-           "--run-dir", run_dir, "--hang-timeout", "10", "--max-restarts", "100",
+           "--run-dir", run_dir, "--hang-timeout", a.hang_timeout, "--max-restarts", "100",
            "--no-progress-restarts", "10", "--backoff", "0.5",
            "--set", f"trainer.sft_warmup_steps={sft}",
            "--set", f"trainer.total_training_steps={a.steps - sft}",
