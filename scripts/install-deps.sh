@@ -41,6 +41,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # Slurm and PMIx (adapters, bootstrap, the throw-away test cluster)
   slurmctld slurmd slurm-client munge libslurm-dev libpmix-dev iproute2 util-linux procps
+  # the test cluster's network partition (tests/cluster/cluster.sh partition: nftables rules)
+  nftables
   # trainer: LibTorch (CPU) with c10d Gloo headers, OpenBLAS with OpenMP threads
   libtorch-dev libgloo-dev libopenblas0-openmp
   # the trainer's tokenizer (trainer/tokenizer): PCRE2 runs the pre-tokenizer regex, ICU does NFC

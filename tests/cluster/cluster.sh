@@ -12,9 +12,13 @@
 #   cluster.sh wait-idle --dir DIR          wait until every node is idle again
 #   cluster.sh restart-ctld --dir DIR       stop slurmctld (SIGTERM, state saved) and start it
 #                                           again; returns once it answers `scontrol ping`
+#   cluster.sh partition --dir DIR nX       cut nX off the network: every packet sent or received
+#                                           by a socket of a process on nX is dropped (nftables)
+#   cluster.sh heal --dir DIR [nX]          end nX's partition (every partition without nX)
 #
 # munged (private key and socket), one slurmctld and N slurmd (`slurmd -N nX`, each in its own
-# UTS + mount namespace: hostname nX, a private /etc/hosts mapping n1..nN to 127.0.0.11..), all
+# UTS + mount namespace: hostname nX, a private /etc/hosts mapping n1..nN to 127.0.0.11..; and,
+# where cgroup v2 is mounted under /sys/fs/cgroup, its own cgroup, which `partition` matches), all
 # state under DIR. Daemons run under setsid, so a test runner that kills its process group spares
 # them; they are stopped only through the pids recorded in DIR/pids (never by name). `start`
 # prints `export SLURM_CONF=...` lines on stdout (progress goes to stderr) and writes DIR/env.sh.
@@ -155,6 +159,76 @@ kill_node_namespace() { # node
   done
 }
 
+# --- node cgroups and network partitions ------------------------------------------------------
+# The nodes share the machine's network namespace, and a connecting socket does not bind a node
+# address (its packets leave from 127.0.0.1): addresses cannot tell the nodes' traffic apart. Each
+# node's slurmd starts in its own cgroup v2 instead (DIR/cgroup.path), its slurmstepds and tasks
+# inherit it, and every socket remembers the cgroup it was created in; nftables' `socket
+# cgroupv2` matches that (output hook: the sender's socket, input hook: the receiver's).
+
+# The cgroup v2 mount point under /sys/fs/cgroup (nft resolves its paths there), or nothing.
+cgroup2_mount() {
+  local mnt fs
+  while read -r _ mnt fs _; do
+    if [[ "$fs" == cgroup2 && ("$mnt" == /sys/fs/cgroup || "$mnt" == /sys/fs/cgroup/*) ]]; then
+      echo "$mnt"
+      return 0
+    fi
+  done </proc/mounts
+  return 0
+}
+
+cluster_id() {
+  local id
+  id=$(cksum <<<"$DIR")
+  echo "${id%% *}"
+}
+
+# Creates DIR's cgroup (one per cluster directory) and records it in DIR/cgroup.path; nothing when
+# cgroup v2 is not there (partition then refuses).
+make_cluster_cgroup() {
+  local mnt
+  : >"$DIR/cgroup.path"
+  mnt=$(cgroup2_mount)
+  [[ -n "$mnt" && -w "$mnt" ]] || return 0
+  mkdir -p "$mnt/grpo-cluster-$(cluster_id)" 2>/dev/null || return 0
+  echo "$mnt/grpo-cluster-$(cluster_id)" >"$DIR/cgroup.path"
+}
+
+cluster_cgroup() { cat "$DIR/cgroup.path" 2>/dev/null || true; }
+
+# The cgroup.procs file slurmd of node $1 moves itself into (empty without cgroups).
+node_cgroup_procs() {
+  local cg
+  cg=$(cluster_cgroup)
+  [[ -n "$cg" ]] || return 0
+  mkdir -p "$cg/$1" && echo "$cg/$1/cgroup.procs"
+}
+
+# nftables table of node $1's partition (one table per partition: heal deletes it whole).
+partition_table() { echo "grpo_cluster_$(cluster_id)_$1"; }
+
+heal_node() { # node
+  nft delete table inet "$(partition_table "$1")" 2>/dev/null || true
+}
+
+heal_all() {
+  command -v nft >/dev/null || return 0
+  local node
+  while read -r node; do
+    heal_node "$node"
+  done < <(sed -n 's/^NodeName=\(n[0-9]*\) .*/\1/p' "$DIR/slurm.conf" 2>/dev/null)
+}
+
+# Removes the node cgroups and the cluster's (once their processes are gone: best effort).
+remove_cgroups() {
+  local cg d
+  cg=$(cluster_cgroup)
+  [[ -n "$cg" && -d "$cg" ]] || return 0
+  for d in "$cg"/n*/; do [[ -d "$d" ]] && rmdir "$d" 2>/dev/null; done
+  rmdir "$cg" 2>/dev/null || log "cgroup $cg not removed (processes left in it)"
+}
+
 # --- configuration -----------------------------------------------------------------------------
 
 node_names() {
@@ -281,10 +355,13 @@ start_slurmctld() {
 launch_slurmd() {
   local node=$1
   [[ -d "$SPOOL/tmp/$node" ]] || mkdir -p "$DIR/nodes/$node" "$SPOOL/nodes/$node/spool" "$SPOOL/tmp/$node"
-  # shellcheck disable=SC2016 # $1..$3 are expanded by the inner bash
+  local procs
+  procs=$(node_cgroup_procs "$node")
+  # shellcheck disable=SC2016 # $1..$4 are expanded by the inner bash
   SLURM_CONF="$DIR/slurm.conf" setsid unshare --uts --mount --propagation private -- \
-    /bin/bash -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec slurmd -D -N "$1" -f "$3"' \
-    slurmd-ns "$node" "$DIR/hosts" "$DIR/slurm.conf" \
+    /bin/bash -c '{ [[ -z "$4" ]] || echo $$ >"$4"; } && hostname "$1" &&
+      mount --bind "$2" /etc/hosts && exec slurmd -D -N "$1" -f "$3"' \
+    slurmd-ns "$node" "$DIR/hosts" "$DIR/slurm.conf" "$procs" \
     </dev/null >>"$DIR/nodes/$node/slurmd.out" 2>&1 &
   record "slurmd.$node" $!
 }
@@ -404,7 +481,9 @@ cmd_start() {
       if ((REPLACE)); then
         log "stopping the cluster left in $DIR (--replace)"
         load_spool
+        heal_all
         stop_daemons
+        remove_cgroups
       fi
       if [[ -f "$DIR/pids" ]]; then
         local role pid start uts
@@ -421,6 +500,7 @@ cmd_start() {
   fi
   touch "$DIR/$MARKER"
   : >"$DIR/pids"
+  make_cluster_cgroup
   if ((${#DIR} <= SOCKET_DIR_MAX)); then
     SPOOL=$DIR
   else
@@ -530,7 +610,9 @@ cmd_stop() {
     return 0
   fi
   require_dir
+  heal_all
   stop_daemons
+  remove_cgroups
   if ((KEEP)); then
     log "stopped; kept $DIR"
   else
@@ -618,6 +700,42 @@ cmd_restart_ctld() {
   log "restarted slurmctld in $(($(now_ms) - t0)) ms"
 }
 
+cmd_partition() {
+  require_dir || die "$DIR does not exist"
+  check_node_arg
+  command -v nft >/dev/null || die "nft not found (run scripts/install-deps.sh)"
+  local cg mnt rel level table
+  cg=$(cluster_cgroup)
+  [[ -n "$cg" && -d "$cg/$NODE" ]] ||
+    die "$NODE has no cgroup (cgroup v2 is not mounted under /sys/fs/cgroup): cannot partition it"
+  mnt=$(cgroup2_mount)
+  rel=${cg#"$mnt"/}/$NODE # the node's path below the cgroup v2 root: its depth is the level
+  level=$(tr -cd / <<<"$rel" | wc -c)
+  table=$(partition_table "$NODE")
+  heal_node "$NODE"
+  # nft resolves the path under /sys/fs/cgroup.
+  local match="socket cgroupv2 level $((level + 1)) \"${cg#/sys/fs/cgroup/}/$NODE\""
+  nft -f - <<RULES || die "nft refused the partition rules of $NODE"
+table inet $table {
+  chain out { type filter hook output priority -10; $match drop; }
+  chain in { type filter hook input priority -10; $match drop; }
+}
+RULES
+  log "partitioned $NODE: its sockets' packets are dropped (heal: $0 heal --dir $DIR $NODE)"
+}
+
+cmd_heal() {
+  require_dir || die "$DIR does not exist"
+  if [[ -n "$NODE" ]]; then
+    check_node_arg
+    heal_node "$NODE"
+    log "healed $NODE"
+  else
+    heal_all
+    log "healed every partition"
+  fi
+}
+
 cmd_wait_idle() {
   require_dir || die "$DIR does not exist"
   FAIL_REASON=""
@@ -671,5 +789,7 @@ case "$COMMAND" in
   revive-node) cmd_revive_node ;;
   wait-idle) cmd_wait_idle ;;
   restart-ctld) cmd_restart_ctld ;;
+  partition) cmd_partition ;;
+  heal) cmd_heal ;;
   *) usage ;;
 esac

@@ -13,6 +13,9 @@
 #         oom         OOM_ERROR at step 5: micro batch halved
 #         torn        crash while writing the checkpoint of step 6
 #         node        node n2 crashes (slurmd and its tasks killed): n2 excluded, 1 rank continues
+#         partition   node n2 cut off the network at step 4 (cluster.sh partition: its processes
+#                     live on, none of their packets gets through): n2 excluded, the run finishes on
+#                     n1 at the layout re-planned for one node
 #         health      --health-check fails on the second node of the health step only: that
 #                     node excluded before the first attempt (node_unhealthy), the run trains
 #                     on the other node alone
@@ -45,12 +48,18 @@ cluster=${GRPO_CLUSTER_SH:?}
 cdir=${GRPO_TEST_CLUSTER_DIR:?}
 JOB=""
 killed_node=""
+partitioned_node=""
 tmpfs_pids=()
 
 cleanup() {
   [[ -n "$JOB" ]] && scancel "$JOB" 2>/dev/null
   if [[ -n "$killed_node" ]]; then
     "$cluster" revive-node --dir "$cdir" "$killed_node" >&2 || true
+  fi
+  if [[ -n "$partitioned_node" ]]; then
+    # Healed, the node answers Slurm again and ends what was left of the job on it.
+    "$cluster" heal --dir "$cdir" "$partitioned_node" >&2 || true
+    "$cluster" wait-idle --dir "$cdir" >&2 || true
   fi
   for pid in "${tmpfs_pids[@]}"; do nsenter -t "$pid" -m umount "$run/checkpoints" 2>/dev/null || true; done
   [[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || rm -rf "$TEST_TMP"
@@ -189,6 +198,34 @@ sys.exit(0 if ok else 1)
 PY
     "${check[@]}" "$run" --allow node_loss --allow comm --allow crash --world-size 1 --summary ||
       fail "node"
+    ;;
+  partition)
+    # Unlike `node`, nothing on n2 dies: rank 1 and n2's slurmd run on, unreachable. Rank 0 waits
+    # in a collective, rank 1's telemetry stops, slurmctld stops hearing from n2. The attempt must
+    # end (a hang, or Slurm's node failure) and n2 be excluded (the decision, or the health step,
+    # which n2 cannot answer).
+    submit --hang-timeout 20 --fault "$SLOW"
+    wait_step "$run" 4 120
+    partitioned_node=n2
+    "$cluster" partition --dir "$cdir" n2 || fail "partition n2"
+    expect_completed 240
+    python3 - "$run" <<'PY' || fail "the partition was not handled"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1] + "/events.jsonl")]
+fails = [e["class"] for e in ev if e["type"] == "failure"]
+excl = [e for e in ev if e["type"] == "decision" and "n2" in e.get("exclude", [])]
+unhealthy = [e for e in ev if e["type"] == "node_unhealthy" and e["node"] == "n2"
+             and e.get("excluded")]
+last = [e for e in ev if e["type"] == "attempt_started"][-1]
+first_end = next(e for e in ev if e["type"] == "attempt_ended")
+print(f"failures {fails}; first attempt ended {first_end['outcome']} ({first_end.get('class')}); "
+      f"excluded n2: by decision {bool(excl)}, by the health step {bool(unhealthy)}; "
+      f"last attempt on {last['hosts']} ({last['world_size']} rank, resumed at {last['resume_step']})")
+sys.exit(0 if (excl or unhealthy) and last["world_size"] == 1 and last["excluded"] == ["n2"]
+         and last["resume_step"] >= 2 else 1)
+PY
+    "${check[@]}" "$run" --allow node_loss --allow comm --allow crash --allow hang --world-size 1 \
+      --summary || fail "partition"
     ;;
   spare)
     # --spare-nodes 1: the job holds 3 nodes for a 2-node plan. n2 dies at step 4: the spare takes

@@ -20,7 +20,8 @@ int run_trainer_cli(int argc, char** argv) {
       "failure, 5 out of memory, 6 injected crash, 7 stopped on request.\n"
       "Subcommands: tokenize (Qwen's tokenizer on stdin/stdout; see `grpo-trainer tokenize "
       "--help`), forward (one forward pass printing logits; `grpo-trainer forward --help`)."};
-  app.set_version_flag("--version", std::string("grpo-trainer ") + std::string(version()));
+  app.set_version_flag("--version", std::string("grpo-trainer ") + std::string(version()) +
+                                        " (c10d: " + std::string(comm_backends()) + ")");
   TrainerOptions o;
   std::string run_dir = o.run_dir.string();
   bool list_keys = false;

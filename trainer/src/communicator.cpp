@@ -151,38 +151,50 @@ bool is_loopback(const std::string& host) {
 
 }  // namespace
 
-namespace {
-
 template <typename F>
-core::Status timed(double& total, F&& f) {
+core::Status TimedCommunicator::timed(const char* op, std::int64_t bytes, F&& f) {
   const auto t0 = std::chrono::steady_clock::now();
   core::Status st = f();
-  total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  totals_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (bytes > 0) totals_->bytes[kind_ + "." + op] += bytes;
   return st;
+}
+
+namespace {
+
+std::int64_t nbytes(const at::Tensor& t) {
+  return static_cast<std::int64_t>(t.numel()) * static_cast<std::int64_t>(t.element_size());
+}
+
+// "tp0" -> "tp", "edp2" -> "edp": the kind of a subgroup from its name (parallel.cpp).
+std::string group_kind(const std::string& name) {
+  std::string k = name;
+  while (!k.empty() && k.back() >= '0' && k.back() <= '9') k.pop_back();
+  return k.empty() ? name : k;
 }
 
 }  // namespace
 
 core::Status TimedCommunicator::allreduce_sum(at::Tensor& t) {
-  return timed(*seconds_, [&] { return inner_->allreduce_sum(t); });
+  return timed("allreduce", nbytes(t), [&] { return inner_->allreduce_sum(t); });
 }
 core::Status TimedCommunicator::allreduce_max(at::Tensor& t) {
-  return timed(*seconds_, [&] { return inner_->allreduce_max(t); });
+  return timed("allreduce", nbytes(t), [&] { return inner_->allreduce_max(t); });
 }
 core::Status TimedCommunicator::broadcast(at::Tensor& t, int root) {
-  return timed(*seconds_, [&] { return inner_->broadcast(t, root); });
+  return timed("broadcast", nbytes(t), [&] { return inner_->broadcast(t, root); });
 }
 core::Status TimedCommunicator::barrier() {
-  return timed(*seconds_, [&] { return inner_->barrier(); });
+  return timed("barrier", 0, [&] { return inner_->barrier(); });
 }
 core::Status TimedCommunicator::allgather(const at::Tensor& in, at::Tensor& out) {
-  return timed(*seconds_, [&] { return inner_->allgather(in, out); });
+  return timed("allgather", nbytes(in), [&] { return inner_->allgather(in, out); });
 }
 core::Result<std::unique_ptr<Communicator>> TimedCommunicator::subgroup(
     const std::vector<int>& members, const std::string& name) {
   GRPO_TRY(auto inner, inner_->subgroup(members, name));
   return std::unique_ptr<Communicator>(
-      std::make_unique<TimedCommunicator>(std::move(inner), seconds_));
+      std::make_unique<TimedCommunicator>(std::move(inner), totals_, group_kind(name)));
 }
 
 std::unique_ptr<Communicator> make_single_process_communicator() {

@@ -93,7 +93,7 @@ void TrainingRun::setup() {
   const TrainerConfig& cfg = ctx_.cfg;
   const kernels::Ops& ops = kernels::ops_for(kernels::parse_backend(cfg.kernels).value());
   at::TensorOptions opts = at::TensorOptions().dtype(at::kFloat);
-  if (cfg.device == "cuda") opts = opts.device(at::kCUDA);
+  if (cfg.device == "cuda") opts = opts.device(compat::cuda_device(boot_->world().local_rank));
   // Every rank draws the same initial weights (and rank 0's are broadcast anyway).
   at::Generator init_gen = compat::make_cpu_generator(static_cast<std::uint64_t>(cfg.seed));
   ExpertShard shard;
@@ -226,6 +226,7 @@ int TrainingRun::run() {
     }
     const auto step_t0 = std::chrono::steady_clock::now();
     const double comm_t0 = ctx_.comm->seconds();
+    const std::map<std::string, std::int64_t> bytes_t0 = ctx_.comm->bytes();
     // An injected straggler is slow inside the step, as a slow rank's compute would be.
     if (const std::int64_t ms = ctx_.faults.slow_ms(s); ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -250,6 +251,13 @@ int TrainingRun::run() {
     m.fields["tokens"] = m.tokens;
     m.fields["step_s"] = step_s;
     m.fields["comm_s"] = step_comm_s;
+    nlohmann::json comm_bytes = nlohmann::json::object();
+    for (const auto& [key, sum] : ctx_.comm->bytes()) {
+      const auto before = bytes_t0.find(key);
+      const std::int64_t n = sum - (before == bytes_t0.end() ? 0 : before->second);
+      if (n > 0) comm_bytes[key] = n;
+    }
+    m.fields["comm_bytes"] = std::move(comm_bytes);
     m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
     m.fields["wall_s"] = seconds_since(t0);
     step_wall_s_ += m.fields["wall_s"].get<double>();

@@ -245,6 +245,7 @@ int run_trainer(const TrainerOptions& options) {
                        {"blas", blas.vendor},
                        {"blas_library", blas.library},
                        {"backend", comm->backend()},
+                       {"device", cfg.device},
                        {"rendezvous_s", comm_s},
                        {"local_rank", world.local_rank},
                        {"bootstrap", bootstrap::to_string(world.source)},

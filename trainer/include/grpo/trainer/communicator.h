@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,12 +45,22 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // Wraps a communicator and adds up the wall time spent inside its collectives: the step
 // event's `comm_s` (docs/telemetry.md). In synchronous data parallelism that time is mostly
 // waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
+// It also counts the payload bytes this rank hands to each kind of collective, by group kind
+// (`world`, or a subgroup's name without its digits: `tp`, `dp`, `ep`, `edp`) and operation
+// (`allreduce`, `broadcast`, `allgather`): "tp.allreduce" -> bytes. The payload is the tensor a
+// rank passes (all-gather: its own part), not the wire traffic of the algorithm.
+struct CommTotals {
+  double seconds = 0;
+  std::map<std::string, std::int64_t> bytes;
+};
+
 class TimedCommunicator final : public Communicator {
  public:
-  // Subgroups made through a TimedCommunicator add their time to the same total.
+  // Subgroups made through a TimedCommunicator add their time and bytes to the same totals.
   explicit TimedCommunicator(std::unique_ptr<Communicator> inner,
-                             std::shared_ptr<double> total = std::make_shared<double>(0.0))
-      : inner_(std::move(inner)), seconds_(std::move(total)) {}
+                             std::shared_ptr<CommTotals> totals = std::make_shared<CommTotals>(),
+                             std::string kind = "world")
+      : inner_(std::move(inner)), totals_(std::move(totals)), kind_(std::move(kind)) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   std::string backend() const override { return inner_->backend(); }
@@ -60,11 +71,16 @@ class TimedCommunicator final : public Communicator {
   core::Status allgather(const at::Tensor& in, at::Tensor& out) override;
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string& name) override;
-  double seconds() const { return *seconds_; }  // inside collectives so far
+  double seconds() const { return totals_->seconds; }  // inside collectives so far
+  // Payload bytes so far, by "<group kind>.<operation>".
+  const std::map<std::string, std::int64_t>& bytes() const { return totals_->bytes; }
 
  private:
+  template <typename F>
+  core::Status timed(const char* op, std::int64_t bytes, F&& f);
   std::unique_ptr<Communicator> inner_;
-  std::shared_ptr<double> seconds_;
+  std::shared_ptr<CommTotals> totals_;
+  std::string kind_;
 };
 
 struct CommOptions {

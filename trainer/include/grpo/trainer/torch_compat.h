@@ -67,6 +67,13 @@ inline bool cuda_available() {
   return torch::cuda::is_available();
 }
 
+// The CUDA device of a rank: its local rank modulo the devices this process sees (one GPU per
+// rank of a node; with CUDA_VISIBLE_DEVICES narrowed to one GPU per task, always device 0).
+inline at::Device cuda_device(int local_rank) {
+  const auto n = static_cast<int>(torch::cuda::device_count());
+  return {at::kCUDA, static_cast<c10::DeviceIndex>(n > 0 ? local_rank % n : 0)};
+}
+
 #if defined(GRPO_COMPAT_C10D)
 // c10d's process group type: ProcessGroupGloo derives from ProcessGroup in 1.13 and from
 // c10d::Backend in 2.x; both offer allreduce/broadcast/barrier with the same signatures.
