@@ -9,8 +9,13 @@ this runs
 (the constraints `grpo-launch run` adds for the embedded trainer) and reads the per-device
 training items "actor weights", "actor gradients" and "actor optimizer states" (GiB, turned back
 into bytes), then starts W grpo-trainer ranks at that layout for one SFT step and reads each rank's
-`layout` event (param_bytes, grad_bytes, optimizer_bytes). Prints a Markdown table; exits 1 when a
-planner figure and a measured one differ.
+`layout` event (param_bytes, grad_bytes, optimizer_bytes). Communication: the cost model's
+gradient-reduction bytes (`cost.comm_bytes.dp` of the plan JSON, per GRPO step, divided by its
+optimizer steps = train_batch_size / ppo_mini_batch_size x ppo_epochs) against the bytes each rank
+handed to all-reduces in its SFT step (one optimizer step; the step event's `comm_bytes`:
+`dp.allreduce` + `edp.allreduce` + `world.allreduce`, the last also carrying a few bytes of step
+metrics), within 5%. Prints a Markdown table; exits 1 when a planner figure and a measured one
+differ (memory: exactly; communication: by more than 5%).
 
 Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
 """
@@ -46,11 +51,15 @@ def planner(model, world, tp, ep, sp):
          f"sequence_parallel={flag(sp)}", "--set", "distributed_optimizer=false", "--format",
          "json"],
         check=True, capture_output=True, text=True).stdout
-    plan = json.loads(out)["plan"]
+    j = json.loads(out)
+    plan, w = j["plan"], j["workload"]
     items = plan["memory"]["training"]["items_gib"]
-    return {k: round(items[v] * GIB) for k, v in (("param_bytes", "actor weights"),
-                                                   ("grad_bytes", "actor gradients"),
-                                                   ("optimizer_bytes", "actor optimizer states"))}
+    want = {k: round(items[v] * GIB) for k, v in (("param_bytes", "actor weights"),
+                                                  ("grad_bytes", "actor gradients"),
+                                                  ("optimizer_bytes", "actor optimizer states"))}
+    optimizer_steps = w["train_batch_size"] / w["ppo_mini_batch_size"] * w["ppo_epochs"]
+    want["grad_reduce_bytes"] = round(plan["cost"]["comm_bytes"]["dp"] / optimizer_steps)
+    return want
 
 
 def free_port():
@@ -83,7 +92,8 @@ def trainer(model, world, tp, ep, sp):
                 sys.exit(f"grpo-trainer exited {p.returncode}: {model} on {world} ranks, TP={tp} "
                          f"EP={ep}")
             events += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-        return [e for e in events if e.get("type") == "layout"]
+        return ([e for e in events if e.get("type") == "layout"],
+                [e for e in events if e.get("type") == "step"])
 
 
 def main():
@@ -93,7 +103,15 @@ def main():
     ok = True
     for model, world, tp, ep, sp in CASES:
         want = planner(model, world, tp, ep, sp)
-        got = trainer(model, world, tp, ep, sp)
+        got, steps = trainer(model, world, tp, ep, sp)
+        reduced = sorted({sum(e["comm_bytes"].get(k, 0) for k in
+                              ("dp.allreduce", "edp.allreduce", "world.allreduce")) for e in steps})
+        close = bool(reduced) and all(abs(v - want["grad_reduce_bytes"]) <= 0.05 *
+                                      want["grad_reduce_bytes"] for v in reduced)
+        ok &= close
+        print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | grad_reduce_bytes | "
+              f"{want['grad_reduce_bytes']} | {', '.join(map(str, reduced))} | "
+              f"{'within 5%' if close else 'NO'} |")
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
             equal = values == [want[key]]

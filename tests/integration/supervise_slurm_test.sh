@@ -84,12 +84,16 @@ submit_plain() { # args... (no trainer settings: --trainer-cmd refuses them)
   [[ -n "$JOB" ]] || fail "no job id in: $out"
 }
 
-# The node tests' fault: once step 4 is done, n2 dies (slurmd and every process on it; cleanup
-# revives it); then the job must complete.
+# Lets the ranks held by a `hold` fault (HOLD5) go on.
+release() { mkdir -p "$run/faults" && touch "$run/faults/release"; }
+
+# The node tests' fault: once step 4 is done (the ranks wait at step 5: HOLD5), n2 dies (slurmd
+# and its tasks killed; cleanup revives it); then the job must complete.
 kill_n2_at_step4_and_finish() {
   wait_step "$run" 4 120
   killed_node=n2
   "$cluster" kill-node --dir "$cdir" n2 || fail "kill-node n2"
+  release
   expect_completed 180
 }
 
@@ -125,6 +129,10 @@ expect_completed() {
 # Modes that act from outside at a step seen in the log slow every step down (0.4 s of sleep,
 # results unchanged) so the run cannot finish before the test's poll reacts.
 SLOW='slow@ms=400'
+# Modes whose action must land before the run ends hold the ranks at the start of step 5
+# (heartbeats going on) until the test has acted and calls `release`: slowing the steps down was
+# not enough on a loaded machine (the run ended before the test's poll saw step 4 and acted).
+HOLD5='hold@step=5'
 t0=$(now_ms)
 case "$mode" in
   kill9)
@@ -168,7 +176,7 @@ PY
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure crash --attempts 2 --summary || fail "torn"
     ;;
   node)
-    submit --hang-timeout 20 --fault "$SLOW"
+    submit --hang-timeout 20 --fault "$HOLD5"
     kill_n2_at_step4_and_finish
     # The classes seen on the way may include the peers' comm failure before Slurm's verdict.
     python3 - "$run" <<'PY' || fail "node loss not handled"
@@ -204,10 +212,11 @@ PY
     # in a collective, rank 1's telemetry stops, slurmctld stops hearing from n2. The attempt must
     # end (a hang, or Slurm's node failure) and n2 be excluded (the decision, or the health step,
     # which n2 cannot answer).
-    submit --hang-timeout 20 --fault "$SLOW"
+    submit --hang-timeout 20 --fault "$HOLD5"
     wait_step "$run" 4 120
     partitioned_node=n2
     "$cluster" partition --dir "$cdir" n2 || fail "partition n2"
+    release
     expect_completed 240
     python3 - "$run" <<'PY' || fail "the partition was not handled"
 import json, sys
@@ -231,7 +240,7 @@ PY
     # --spare-nodes 1: the job holds 3 nodes for a 2-node plan. n2 dies at step 4: the spare takes
     # its place at the same world size and layout (no re-plan), so the final weights are the
     # uninterrupted run's (the reference) although training moved to another node mid-run.
-    submit --hang-timeout 20 --fault "$SLOW" --spare-nodes 1
+    submit --hang-timeout 20 --fault "$HOLD5" --spare-nodes 1
     grep -q '^#SBATCH --nodes=3$' "$run"/job.sbatch || fail "the job does not ask for 3 nodes"
     kill_n2_at_step4_and_finish
     python3 - "$run" <<'PY' || fail "the spare did not replace the lost node"
@@ -274,9 +283,10 @@ PY
     "${check[@]}" "$run" --world-size 1 --summary || fail "health"
     ;;
   usr2)
-    submit --fault "$SLOW"
+    submit --fault "$HOLD5"
     wait_step "$run" 4 120
     scancel -b -s USR2 "$JOB" || fail "scancel -b -s USR2"
+    release
     expect_completed 180
     "${check[@]}" "$run" --sha "$(reference_sha)" --failure preemption --attempts 2 --summary || fail "usr2"
     python3 - "$run" <<'PY' || fail "requeue not recorded"
@@ -311,12 +321,13 @@ PY
     "${check[@]}" "$run" --exit 80 --failure crash --attempts 3 --summary || fail "budget"
     ;;
   supervisor)
-    submit --fault "$SLOW"
+    submit --fault 'hold@step=6'
     wait_step "$run" 5 120
     # pgrep never matches itself (a grep over /proc/*/cmdline would).
     sup=$(pgrep -f -- "supervise --run-dir $run" | head -n 1 || true)
     [[ -n "$sup" ]] || fail "no supervisor process found"
     kill -9 "$sup"
+    release # the requeued job's ranks pass step 6 (they also may not have reached the hold)
     rec=$(wait_done 60)
     # The batch script ended with the supervisor; hand the job back to Slurm as an operator would.
     scontrol requeue "$JOB" || fail "scontrol requeue $JOB"
@@ -343,9 +354,10 @@ PY
     events_of "$run" failure | grep -qE '"class":"(comm|incomplete|crash)"' || fail "no failure recorded"
     ;;
   ctld)
-    submit --fault "$SLOW"
+    submit --fault "$HOLD5"
     wait_step "$run" 4 120
     "$cluster" restart-ctld --dir "$cdir" || fail "restart-ctld"
+    release
     expect_completed 150
     "${check[@]}" "$run" --sha "$(reference_sha)" --summary || fail "ctld"
     [[ -z "$(events_of "$run" failure)" ]] || fail "a failure was recorded across the restart"
@@ -353,7 +365,8 @@ PY
   diskfull)
     # Every node's mount namespace gets its own 1 MiB tmpfs over the run's checkpoints/ (the
     # rest of the run directory stays on the shared disk): the first checkpoint does not fit.
-    submit --fault "$SLOW"
+    # The ranks wait at step 1 until the tmpfs are there (the first checkpoint is step 2's).
+    submit --fault 'hold@step=1'
     mkdir -p "$run/checkpoints"
     while read -r role pid _; do
       [[ "$role" == slurmd.* ]] || continue
@@ -361,6 +374,7 @@ PY
         fail "mount a tmpfs on ${role#slurmd.}"
       tmpfs_pids+=("$pid")
     done <"$cdir/pids"
+    release
     rec=$(wait_done 150)
     [[ "$(field JobState "$rec")" == FAILED && "$(field ExitCode "$rec")" == 85:0 ]] ||
       { show; fail "job $JOB: want FAILED 85:0: $rec"; }

@@ -174,5 +174,22 @@ TEST(Faults, ParseAndFireOncePerRunDirectory) {
   std::filesystem::remove_all(dir);
 }
 
+// `hold` waits until <run_dir>/faults/release exists; released() reads that file.
+TEST(Faults, HoldIsReleasedByItsFile) {
+  auto f = parse_faults("hold@step=5");
+  ASSERT_TRUE(f.ok()) << f.error().str();
+  EXPECT_EQ((*f)[0].kind, FaultKind::kHold);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("grpo-hold-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  FaultInjector inj(*f, 0, dir);
+  EXPECT_TRUE(inj.take(FaultKind::kHold, 5, "start"));
+  EXPECT_FALSE(inj.released());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "release").put('\n');
+  EXPECT_TRUE(inj.released());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace grpo::trainer

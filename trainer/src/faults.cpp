@@ -28,6 +28,7 @@ constexpr KindName kKinds[] = {
     {FaultKind::kTornCkpt, "torn_ckpt"},
     {FaultKind::kImbalance, "imbalance"},
     {FaultKind::kExit, "exit"},
+    {FaultKind::kHold, "hold"},
 };
 
 bool to_int(std::string_view s, std::int64_t& out) {
@@ -189,6 +190,11 @@ bool FaultInjector::ends_process_at(std::int64_t step, std::string_view phase) c
     if (!fired(f)) return true;
   }
   return false;
+}
+
+bool FaultInjector::released() const {
+  std::error_code ec;
+  return !marker_dir_.empty() && std::filesystem::exists(marker_dir_ / "release", ec);
 }
 
 std::int64_t FaultInjector::slow_ms(std::int64_t step) const {

@@ -104,6 +104,17 @@ void RunContext::fire_step_faults(std::int64_t s, const std::string& name, QwenM
     }
     tel.set_muted(false);
   }
+  if (auto f = faults.take(FaultKind::kHold, s, name)) {
+    // A test acts on the run at a known step (kills a node, signals the job) and then releases
+    // it: the run cannot finish before the action, however slow the test's reaction.
+    announce(*f);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration<double>(f->seconds > 0 ? f->seconds : 120.0);
+    while (!faults.released() && std::chrono::steady_clock::now() < until) {
+      tel.maybe_heartbeat(s, name);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   if (auto f = faults.take(FaultKind::kOom, s, name)) {
     announce(*f);
     // A real allocation through LibTorch's allocator: 2^42 floats (16 TiB) fails in

@@ -153,6 +153,7 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
     const double bw = group_bandwidth(c, d.tp, 1);
     const double per_layer = 2.0 * (passes - 1.0) * epochs + 2.0 * logprob_passes;
     e.tp_comm_s = ring_time(rank_tokens * h * wb, d.tp, bw) * stage_layers * per_layer;
+    e.bytes.tp = rank_tokens * h * wb * stage_layers * per_layer;
   }
   // Expert parallel: dispatch + combine all-to-all of k copies per token, fwd and bwd.
   if (m.is_moe() && d.ep > 1) {
@@ -168,6 +169,7 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
         bytes * (d.ep - 1) / d.ep * ((1.0 - remote) / intra + remote / std::max(1.0, inter));
     const double count = 2.0 * (passes - 1.0) * epochs + 2.0 * logprob_passes;
     e.ep_comm_s = per * count * moe_layers;
+    e.bytes.ep = bytes * count * moe_layers;
   }
   // Data parallel: gradients reduced (and, with the distributed optimizer, parameters gathered)
   // once per optimizer step.
@@ -181,11 +183,14 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
     const double bytes = mem.actor.non_expert * per_param;
     double t = ring_time(bytes, dp_members, group_bandwidth(c, dp_members, d.tp));
     const int edp = std::max(1, static_cast<int>(world) / (d.etp * d.ep * d.pp));
+    double all = bytes;
     if (m.is_moe()) {
       const double ebytes = mem.actor.expert * per_param;
       t += ring_time(ebytes, edp, group_bandwidth(c, edp, d.etp * d.ep));
+      all += ebytes;
     }
     e.dp_comm_s = t * optimizer_steps * kDpExposed;
+    e.bytes.dp = all * optimizer_steps;
   }
   // Pipeline point-to-point: activations forward and gradients backward per micro batch.
   if (d.pp > 1) {
@@ -196,6 +201,7 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
         static_cast<double>(l.micro_batch) * seq / d.cp * h * wb / (l.sequence_parallel ? d.tp : 1);
     const double sends = micro * optimizer_steps * (2.0 + logprob_passes);
     e.pp_comm_s = sends * (bytes / bw + 2.0 * kCollectiveLatency);
+    e.bytes.pp = sends * bytes;
   }
   // Offload (verl semantics): offloaded state leaves the device after its phase and returns
   // before the next one. The actor's weights go off and back on three times per step (rollout,

@@ -334,7 +334,9 @@ nlohmann::json candidate_json(const Candidate& c) {
             {"dp_comm_s", e.dp_comm_s},
             {"pp_comm_s", e.pp_comm_s},
             {"offload_s", e.offload_s},
-            {"mfu", e.mfu}}}};
+            {"mfu", e.mfu},
+            {"comm_bytes",
+             {{"tp", e.bytes.tp}, {"ep", e.bytes.ep}, {"dp", e.bytes.dp}, {"pp", e.bytes.pp}}}}}};
 }
 
 }  // namespace

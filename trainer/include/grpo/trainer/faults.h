@@ -37,6 +37,7 @@ enum class FaultKind {
   kTornCkpt,     // write half of model.safetensors and die: a torn temporary directory
   kImbalance,    // bias every router towards expert 0 for that step (EXPERT_IMBALANCE)
   kExit,         // exit(code=) cleanly at the step
+  kHold,         // wait, heartbeats going on, until <run_dir>/faults/release exists (s=, 120 s)
 };
 
 std::string_view to_string(FaultKind kind);
@@ -76,6 +77,8 @@ class FaultInjector {
   bool ends_process_at(std::int64_t step, std::string_view phase) const;
   // Milliseconds to sleep in this step (slow faults), 0 if none.
   std::int64_t slow_ms(std::int64_t step) const;
+  // Whether <marker dir>/release exists (ends a `hold`).
+  bool released() const;
   const std::vector<Fault>& faults() const { return faults_; }
 
  private:

@@ -12,6 +12,15 @@
 
 namespace grpo::core {
 
+// Bytes one rank hands to each kind of communication per GRPO step (the payload: the tensors
+// passed, not the wire traffic of the algorithm; the times below are computed from them).
+struct CommBytes {
+  double tp = 0;  // tensor-parallel collectives on activations
+  double ep = 0;  // expert dispatch + combine
+  double dp = 0;  // gradient reduction (+ parameter gather with the distributed optimizer)
+  double pp = 0;  // pipeline sends (activations forward, gradients backward)
+};
+
 struct CostEstimate {
   double rollout_s = 0;    // generation (prefill + memory-bound decode)
   double logprob_s = 0;    // old-policy and reference log-prob forwards
@@ -25,6 +34,7 @@ struct CostEstimate {
   double step_s = 0;       // the sum
   double model_tflop = 0;  // useful model FLOPs per step (training + log-probs + rollout)
   double mfu = 0;          // model_tflop / (step_s * world * peak)
+  CommBytes bytes;         // what the comm times move
 };
 
 // Generation time of one step at the engine's rollout TP (independent of the actor layout).
