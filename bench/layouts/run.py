@@ -14,7 +14,7 @@ gradient-reduction bytes (`cost.comm_bytes.dp` of the plan JSON, per GRPO step, 
 optimizer steps = train_batch_size / ppo_mini_batch_size x ppo_epochs) against the bytes each rank
 handed to all-reduces in its SFT step (one optimizer step; the step event's `comm_bytes`:
 `dp.allreduce` + `edp.allreduce` + `world.allreduce`, the last also carrying a few bytes of step
-metrics), within 5%. Prints a Markdown table; exits 1 when a planner figure and a measured one
+metrics: at most 128 bytes), within 5% or 128 bytes. Prints a Markdown table; exits 1 when a planner figure and a measured one
 differ (memory: exactly; communication: by more than 5%).
 
 Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
@@ -37,6 +37,7 @@ CASES = [("tiny-moe", 2, 1, 1, False), ("tiny-moe", 2, 1, 2, False), ("tiny-moe"
          ("tiny-dense", 2, 2, 1, False), ("tiny-dense", 2, 2, 1, True),
          ("tiny-dense", 4, 2, 1, False)]
 GIB = 1 << 30
+METRIC_BYTES = 128  # the step's metrics all-reduced over the world: at most 16 doubles
 
 
 def flag(sp):
@@ -106,8 +107,10 @@ def main():
         got, steps = trainer(model, world, tp, ep, sp)
         reduced = sorted({sum(e["comm_bytes"].get(k, 0) for k in
                               ("dp.allreduce", "edp.allreduce", "world.allreduce")) for e in steps})
-        close = bool(reduced) and all(abs(v - want["grad_reduce_bytes"]) <= 0.05 *
-                                      want["grad_reduce_bytes"] for v in reduced)
+        # 5%, and at least the step metrics' own all-reduce over the world (a few doubles,
+        # METRIC_BYTES), which rides in world.allreduce with the gradients.
+        close = bool(reduced) and all(abs(v - want["grad_reduce_bytes"]) <= max(
+            0.05 * want["grad_reduce_bytes"], METRIC_BYTES) for v in reduced)
         ok &= close
         print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | grad_reduce_bytes | "
               f"{want['grad_reduce_bytes']} | {', '.join(map(str, reduced))} | "

@@ -183,11 +183,15 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
     const double bytes = mem.actor.non_expert * per_param;
     double t = ring_time(bytes, dp_members, group_bandwidth(c, dp_members, d.tp));
     const int edp = std::max(1, static_cast<int>(world) / (d.etp * d.ep * d.pp));
-    double all = bytes;
+    // What is handed to a reduction at all: a group of one reduces nothing, except that under
+    // sequence parallelism the sequence-partial parameters are summed over the TP ranks.
+    double all = dp_members > 1                    ? bytes
+                 : l.sequence_parallel && d.tp > 1 ? mem.actor.sequence_partial * per_param
+                                                   : 0.0;
     if (m.is_moe()) {
       const double ebytes = mem.actor.expert * per_param;
       t += ring_time(ebytes, edp, group_bandwidth(c, edp, d.etp * d.ep));
-      all += ebytes;
+      if (edp > 1) all += ebytes;
     }
     e.dp_comm_s = t * optimizer_steps * kDpExposed;
     e.bytes.dp = all * optimizer_steps;

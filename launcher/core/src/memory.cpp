@@ -68,6 +68,10 @@ ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
       attention + norms + static_cast<double>(swiglu_params(m.hidden_size, m.ffn_hidden_size)) / tp;
   double moe_non_expert = 0;
   double moe_expert = 0;
+  const double router_and_gate =
+      m.is_moe() ? h * static_cast<double>(m.num_experts) +
+                       (m.num_shared_experts > 0 && m.shared_expert_gate ? h : 0.0)
+                 : 0.0;
   if (m.is_moe()) {
     moe_non_expert =
         attention + norms + h * static_cast<double>(m.num_experts) +
@@ -90,12 +94,14 @@ ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
       const bool moe = m.is_moe() && layer >= m.first_k_dense_layers;
       p.non_expert += moe ? moe_non_expert : dense_layer;
       p.expert += moe ? moe_expert : 0.0;
+      p.sequence_partial += norms + (moe ? router_and_gate : 0.0);
     }
     if (s == 0) p.non_expert += vocab + static_cast<double>(m.vision.params) / tp;
     if (s + 1 == stages.size()) {
       // The output layer; with tied embeddings and PP > 1 the last stage keeps its own copy.
       if (!m.tied_embeddings || stages.size() > 1) p.non_expert += vocab;
       p.non_expert += h;  // final norm
+      p.sequence_partial += h;
     }
     if (p.total() > worst.total()) worst = p;
   }

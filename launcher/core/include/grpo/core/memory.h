@@ -46,7 +46,12 @@ struct PhaseMemory {
 struct ShardedParams {
   double non_expert = 0;  // replicated across EP; optimizer sharded over DP x CP
   double expert = 0;      // routed experts; optimizer sharded over EDP
-  int stage = 0;          // which pipeline stage this is
+  // Of non_expert: replicated in every TP rank and fed by the rank's own token rows under
+  // sequence parallelism (layer and final norms, MoE router and shared-expert gate), so their
+  // gradients are summed over the TP ranks too (Megatron-Core: finalize_model_grads' layernorm
+  // all-reduce for sequence parallelism).
+  double sequence_partial = 0;
+  int stage = 0;  // which pipeline stage this is
   double total() const { return non_expert + expert; }
 };
 
