@@ -4,8 +4,10 @@
 // trainer.save_freq = auto follows the Young-Daly rule from the MTBF the supervisor passes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "process_helpers.h"
 
@@ -137,6 +139,16 @@ TEST(CheckpointProcess, SaveFreqAutoFollowsYoungDaly) {
     EXPECT_EQ(e["failures"], 3);
     EXPECT_EQ(e["interval_steps"], expected_steps(e, total)) << e.dump();
     EXPECT_EQ(e["interval_steps"], 1);
+  }
+  // The step time is the mean wall time of the latest steps (at most 20), from the step events.
+  std::map<std::int64_t, double> wall;
+  for (const auto& e : rb[0].of_type("step")) wall[e["step"]] = e["wall_s"].get<double>();
+  for (std::size_t i = 1; i < choices.size(); ++i) {
+    const std::int64_t at = choices[i]["step"];
+    double sum = 0;
+    int n = 0;
+    for (std::int64_t k = std::max<std::int64_t>(1, at - 19); k <= at; ++k, ++n) sum += wall.at(k);
+    EXPECT_NEAR(choices[i]["step_s"].get<double>(), sum / n, 1e-6) << choices[i].dump();
   }
   steps.clear();
   for (const auto& e : rb[0].of_type("checkpoint_saved")) steps.push_back(e["step"]);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -64,7 +65,11 @@ core::Status TrainingRun::choose_save_interval(std::int64_t s, double cost_s, bo
   if (ctx_.rank == 0) {
     const std::int64_t left = ctx_.cfg.total_steps() - s;
     const core::MtbfEstimate mtbf = mtbf_from_environment();
-    const double step_s = timed_steps_ > 0 ? step_wall_s_ / static_cast<double>(timed_steps_) : 1.0;
+    double step_s = 1.0;
+    if (!recent_step_s_.empty()) {
+      step_s = std::accumulate(recent_step_s_.begin(), recent_step_s_.end(), 0.0) /
+               static_cast<double>(recent_step_s_.size());
+    }
     // The interval must outlast the newest background write, or the next save waits for it.
     const double min_s = full_cost ? 0.0 : checkpoints_.last_write_s();
     const core::SaveInterval v =
@@ -260,8 +265,8 @@ int TrainingRun::run() {
     m.fields["comm_bytes"] = std::move(comm_bytes);
     m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
     m.fields["wall_s"] = seconds_since(t0);
-    step_wall_s_ += m.fields["wall_s"].get<double>();
-    ++timed_steps_;
+    recent_step_s_.push_back(m.fields["wall_s"].get<double>());
+    if (recent_step_s_.size() > kRecentSteps) recent_step_s_.pop_front();
     m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
     m.fields["data_cursor"] = state_.data_cursor;
     if (val) m.fields["val_reward"] = *val;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -57,8 +58,11 @@ class TrainingRun {
   TrainState state_;
   Checkpointer checkpoints_;
   std::int64_t next_auto_save_ = 0;  // save_freq = auto: the next save's step (0: the first step)
-  double step_wall_s_ = 0;           // wall time of this attempt's steps, checkpoints excluded
-  std::int64_t timed_steps_ = 0;
+  // Wall times of this attempt's latest steps (checkpoints excluded), at most kRecentSteps: the
+  // step time of the checkpoint interval follows the run's pace (a GRPO step grows with its
+  // responses and is several times an SFT step), which the attempt's overall mean lags behind.
+  static constexpr std::size_t kRecentSteps = 20;
+  std::deque<double> recent_step_s_;
   std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0 with trainer.logger tensorboard
   bool tensorboard_failed_ = false;              // a write failed: warned once, no more writes
 };
