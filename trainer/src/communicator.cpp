@@ -152,11 +152,11 @@ bool is_loopback(const std::string& host) {
 }  // namespace
 
 template <typename F>
-core::Status TimedCommunicator::timed(const char* op, std::int64_t bytes, F&& f) {
+core::Status TimedCommunicator::timed(std::int64_t* counter, std::int64_t bytes, F&& f) {
   const auto t0 = std::chrono::steady_clock::now();
   core::Status st = f();
   totals_->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (bytes > 0) totals_->bytes[kind_ + "." + op] += bytes;
+  if (counter != nullptr) *counter += bytes;
   return st;
 }
 
@@ -176,19 +176,19 @@ std::string group_kind(const std::string& name) {
 }  // namespace
 
 core::Status TimedCommunicator::allreduce_sum(at::Tensor& t) {
-  return timed("allreduce", nbytes(t), [&] { return inner_->allreduce_sum(t); });
+  return timed(allreduce_bytes_, nbytes(t), [&] { return inner_->allreduce_sum(t); });
 }
 core::Status TimedCommunicator::allreduce_max(at::Tensor& t) {
-  return timed("allreduce", nbytes(t), [&] { return inner_->allreduce_max(t); });
+  return timed(allreduce_bytes_, nbytes(t), [&] { return inner_->allreduce_max(t); });
 }
 core::Status TimedCommunicator::broadcast(at::Tensor& t, int root) {
-  return timed("broadcast", nbytes(t), [&] { return inner_->broadcast(t, root); });
+  return timed(broadcast_bytes_, nbytes(t), [&] { return inner_->broadcast(t, root); });
 }
 core::Status TimedCommunicator::barrier() {
-  return timed("barrier", 0, [&] { return inner_->barrier(); });
+  return timed(nullptr, 0, [&] { return inner_->barrier(); });
 }
 core::Status TimedCommunicator::allgather(const at::Tensor& in, at::Tensor& out) {
-  return timed("allgather", nbytes(in), [&] { return inner_->allgather(in, out); });
+  return timed(allgather_bytes_, nbytes(in), [&] { return inner_->allgather(in, out); });
 }
 core::Result<std::unique_ptr<Communicator>> TimedCommunicator::subgroup(
     const std::vector<int>& members, const std::string& name) {

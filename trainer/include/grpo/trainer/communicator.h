@@ -60,7 +60,12 @@ class TimedCommunicator final : public Communicator {
   explicit TimedCommunicator(std::unique_ptr<Communicator> inner,
                              std::shared_ptr<CommTotals> totals = std::make_shared<CommTotals>(),
                              std::string kind = "world")
-      : inner_(std::move(inner)), totals_(std::move(totals)), kind_(std::move(kind)) {}
+      : inner_(std::move(inner)),
+        totals_(std::move(totals)),
+        kind_(std::move(kind)),
+        allreduce_bytes_(&totals_->bytes[kind_ + ".allreduce"]),
+        broadcast_bytes_(&totals_->bytes[kind_ + ".broadcast"]),
+        allgather_bytes_(&totals_->bytes[kind_ + ".allgather"]) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   std::string backend() const override { return inner_->backend(); }
@@ -72,15 +77,21 @@ class TimedCommunicator final : public Communicator {
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string& name) override;
   double seconds() const { return totals_->seconds; }  // inside collectives so far
-  // Payload bytes so far, by "<group kind>.<operation>".
+  // Payload bytes so far, by "<group kind>.<operation>" (an operation not used yet: 0).
   const std::map<std::string, std::int64_t>& bytes() const { return totals_->bytes; }
 
  private:
+  // Runs f, adds its time to the totals and `bytes` to *counter (null: no payload).
   template <typename F>
-  core::Status timed(const char* op, std::int64_t bytes, F&& f);
+  core::Status timed(std::int64_t* counter, std::int64_t bytes, F&& f);
   std::unique_ptr<Communicator> inner_;
   std::shared_ptr<CommTotals> totals_;
   std::string kind_;
+  // This group's entries of totals_->bytes, made once (std::map entries never move): a
+  // collective adds to its counter without building the key.
+  std::int64_t* allreduce_bytes_;
+  std::int64_t* broadcast_bytes_;
+  std::int64_t* allgather_bytes_;
 };
 
 struct CommOptions {
