@@ -5,9 +5,9 @@
 usage: bench/chaos/chaos.py [--launch build/bin/grpo-launch]
                             [--trainer build/bin/grpo-trainer] [--steps 400] [--seed 1]
                             [--min-gap 30] [--max-gap 60] [--ooms 1] [--hangs 0]
-                            [--save-freq auto|N] [--hang-timeout 10] [--keep DIR]
+                            [--save-freq auto|N] [--hang-timeout 5] [--keep DIR]
 
-The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 10,
+The run: grpo-launch run --profile local-cpu --model tiny-moe, 2 ranks, --hang-timeout 5,
 --max-restarts 100, --backoff 0.5, trainer.save_freq=auto (the local-cpu profile extended with
 node_mtbf_hours = the mean fault gap, the prior a user who knows the failure rate would write). Faults from outside, one every U(min-gap, max-gap) seconds:
   kill9    SIGKILL to a random rank
@@ -67,6 +67,81 @@ def alive(pid):
         return False
 
 
+def per_fault(ev):
+    """Each failure's lost time, folded from the event log here (a second implementation beside
+    the supervisor's Goodput: the totals must agree), with the checkpoint interval it fell in.
+
+    detection   the last step of rank 0 before the failure -> the failure event;
+    restart     the failure -> the start of the next step (its `wall_s` before the step event);
+    recomputed  the newest checkpoint (or attempt start, or end of the previous recovery) -> the
+                last step before the failure: the completed work the failure threw away;
+    interval    the checkpoint interval in effect, in seconds as it ran: the `interval_steps` of
+                the newest `save_interval` choice times the mean wall time of the steps run
+                since that save (the step before it when none ran), plus the save's cost.
+    A failure is a new one only when the previous one has recovered (a step ran since)."""
+    out = []
+    last_step = work_since = 0.0
+    open_fault = None
+    interval_steps, save_cost, since_save = None, 0.0, []
+    prev_wall = None
+    for e in ev:
+        t, ty = e["time"], e["type"]
+        if ty == "attempt_started":
+            work_since = max(work_since, t)
+            since_save = []
+        elif ty == "checkpoint_saved":
+            work_since = max(work_since, t)
+            since_save = []
+            save_cost = e.get("blocking_s", e.get("seconds", 0.0))
+        elif ty == "save_interval" and e.get("rank", 0) == 0:
+            interval_steps = e.get("interval_steps")
+        elif ty == "step" and e.get("rank", 0) == 0:
+            wall = e.get("wall_s", e.get("step_s", 0.0))
+            if open_fault is not None:
+                began = min(max(t - wall, open_fault["time"]), t)
+                open_fault["restart_s"] = began - open_fault["time"]
+                work_since = max(work_since, began)
+                open_fault = None
+            last_step = t
+            since_save.append(wall)
+            prev_wall = wall
+        elif ty == "failure":
+            if open_fault is not None:
+                continue
+            last = max(last_step, work_since)
+            step_s = (sum(since_save) / len(since_save)) if since_save else (prev_wall or 0.0)
+            f = {"time": t, "class": e.get("class"),
+                 "detection_s": max(0.0, t - last),
+                 "recomputed_s": max(0.0, last_step - work_since),
+                 "restart_s": 0.0,
+                 "interval_s": (interval_steps or 0) * step_s + save_cost}
+            out.append(f)
+            open_fault = f
+    return out
+
+
+def report_per_fault(ev, status_json):
+    faults = per_fault(ev)
+    if not faults:
+        return
+    n = len(faults)
+    tot = {k: sum(f[k] for f in faults) for k in ("detection_s", "restart_s", "recomputed_s",
+                                                   "interval_s")}
+    lost = tot["detection_s"] + tot["restart_s"] + tot["recomputed_s"]
+    bound = tot["detection_s"] + tot["restart_s"] + tot["interval_s"] / 2
+    print(f"chaos: per fault ({n}): detection {tot['detection_s'] / n:.2f} s, restart "
+          f"{tot['restart_s'] / n:.2f} s, recomputed {tot['recomputed_s'] / n:.2f} s, "
+          f"half the interval in effect {tot['interval_s'] / n / 2:.2f} s")
+    print(f"chaos: lost per fault {lost / n:.2f} s "
+          f"{'<=' if lost <= bound else '>'} detection + restart + half the interval "
+          f"{bound / n:.2f} s")
+    g = (status_json or {}).get("goodput") or {}
+    if g:
+        print(f"chaos: supervisor's totals: detection {g.get('detection_s', 0):.1f} s, "
+              f"recomputed {g.get('recomputed_s', 0):.1f} s; this fold: detection "
+              f"{tot['detection_s']:.1f} s, recomputed {tot['recomputed_s']:.1f} s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--launch", default=os.path.join(ROOT, "build/bin/grpo-launch"))
@@ -80,7 +155,7 @@ def main():
     ap.add_argument("--save-freq", default="auto",
                     help="trainer.save_freq: auto (the Young-Daly interval; the profile's prior "
                          "MTBF is set to the mean fault gap) or a step count")
-    ap.add_argument("--hang-timeout", default="10",
+    ap.add_argument("--hang-timeout", default="5",
                     help="grpo-launch --hang-timeout: the floor of the calibrated hang limits "
                          "(the 2 s `slow` hiccups must stay below it)")
     ap.add_argument("--keep")
@@ -185,6 +260,12 @@ def main():
     print(check.stdout + check.stderr, end="")
     status = subprocess.run([a.launch, "status", run_dir], capture_output=True, text=True)
     print(status.stdout, end="")
+    sj = subprocess.run([a.launch, "status", run_dir, "--format", "json"], capture_output=True,
+                        text=True)
+    try:
+        report_per_fault(ev, {"goodput": json.loads(sj.stdout).get("lost_by_cause")})
+    except ValueError:
+        report_per_fault(ev, None)
     return 0 if rc == 0 and check.returncode == 0 else 1
 
 
