@@ -2,7 +2,7 @@
 """Checks a supervised run directory's event log (docs/events.md) after a fault test.
 
 usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]... [--allow CLASS]...
-                           [--attempts N] [--world-size N] [--summary]
+                           [--attempts N] [--world-size N] [--excluded NODE] [--summary]
 
 - the log is whole JSON lines with increasing seq, and ends with run_finished{exit_code: CODE}
   (default 0);
@@ -14,7 +14,10 @@ usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]..
   checkpoint (checkpoint_loaded.step) and its first completed step is the next one;
 - on success, the ranks of the last attempt all report `done` with one weights_sha256, equal to
   --sha when given, and every step 1..total was completed at least once;
-- --world-size: the last attempt's world size.
+- --world-size: the last attempt's world size;
+- --excluded NODE: NODE was taken out of the run, by a decision that excludes it (Slurm declared
+  it lost first) or by the health step before the next attempt (`node_unhealthy`, excluded), and
+  the last attempt runs without it (its `excluded` is exactly [NODE]).
 --summary prints a one-line summary (attempts, failures, decisions, lost time) on success.
 Prints every problem and exits 1 when there is any.
 """
@@ -34,6 +37,7 @@ def main() -> int:
                     help="a failure class that may occur but need not")
     ap.add_argument("--attempts", type=int, default=1)
     ap.add_argument("--world-size", type=int)
+    ap.add_argument("--excluded", help="a node that must have been excluded")
     ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()
     problems = []
@@ -119,6 +123,18 @@ def main() -> int:
     last = attempts[-1] if attempts else None
     if a.world_size is not None and last is not None and last["world_size"] != a.world_size:
         problems.append(f"last attempt world_size {last['world_size']}, expected {a.world_size}")
+    if a.excluded is not None:
+        node = a.excluded
+        by_decision = [e for e in events if e["type"] == "decision" and node in e.get("exclude", [])]
+        by_health = [e for e in events if e["type"] == "node_unhealthy" and e.get("node") == node
+                     and e.get("excluded")]
+        if not by_decision and not by_health:
+            problems.append(f"{node} was excluded neither by a decision nor by the health step")
+        if last is not None and last.get("excluded") != [node]:
+            problems.append(f"last attempt excludes {last.get('excluded')}, expected [{node}]")
+        if a.summary:
+            print(f"check_supervised: {node} excluded by decision {bool(by_decision)}, by the "
+                  f"health step {bool(by_health)}; last attempt on {last and last.get('hosts')}")
     if a.exit == 0 and last is not None:
         done = [e for e in events if e["type"] == "done" and e.get("attempt") == last["attempt"]]
         if len(done) != last["world_size"]:
