@@ -29,8 +29,11 @@ void print_error(const std::string& message) {
   print_line("error", message);
 }
 int fail(const core::Error& e) {
+  return fail(e, exit_code_for(e));
+}
+int fail(const core::Error& e, int code) {
   print_error(e.str());
-  return exit_code_for(e);
+  return code;
 }
 void print_warning(const std::string& message) {
   print_line("warning", message);

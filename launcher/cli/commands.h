@@ -145,6 +145,8 @@ int cmd_profiles(const GlobalArgs& global, const std::string& format);
 void print_error(const std::string& message);
 // print_error(e.str()), then e's exit code (exit_codes.h exit_code_for).
 int fail(const core::Error& e);
+// The same, with a given exit code.
+int fail(const core::Error& e, int code);
 // "grpo-launch: warning: <message>" on stderr, on one line.
 void print_warning(const std::string& message);
 

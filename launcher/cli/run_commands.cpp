@@ -27,11 +27,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-int fail(const core::Error& e, int code) {
-  print_error(e.str());
-  return code;
-}
-
 bool is_run_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p / "events.jsonl", ec) || fs::is_regular_file(p / "run.json", ec);

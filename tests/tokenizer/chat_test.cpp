@@ -7,6 +7,7 @@
 
 #include "grpo/tokenizer/chat.h"
 #include "grpo/tokenizer/stream.h"
+#include "tiny_tokenizer.h"
 
 namespace grpo::tokenizer {
 namespace {
@@ -108,11 +109,7 @@ TEST(Chat, DetectAndErrors) {
   EXPECT_EQ((*m)[0].content, "a\xEF\xBF\xBD");
 }
 
-const Tokenizer& tiny() {
-  static const Tokenizer t =
-      *Tokenizer::load(std::filesystem::path(GRPO_SOURCE_DIR) / "tests/data/tokenizer/tiny");
-  return t;
-}
+using testing::tiny;
 
 std::string run(StreamMode mode, const std::string& input, std::string* error = nullptr) {
   std::istringstream in(input);

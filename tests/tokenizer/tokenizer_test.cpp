@@ -12,27 +12,19 @@
 
 #include "grpo/tokenizer/bpe.h"
 #include "grpo/tokenizer/utf8.h"
+#include "tiny_tokenizer.h"
 
 namespace grpo::tokenizer {
 namespace {
 
-const std::filesystem::path kTiny =
-    std::filesystem::path(GRPO_SOURCE_DIR) / "tests/data/tokenizer/tiny";
+using testing::kTiny;
+using testing::tiny;
 
 std::string read(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-const Tokenizer& tiny() {
-  static const Tokenizer t = [] {
-    auto r = Tokenizer::load(kTiny);
-    if (!r.ok()) throw std::runtime_error(r.error().str());
-    return *r;
-  }();
-  return t;
 }
 
 using Ids = std::vector<TokenId>;

@@ -9,14 +9,13 @@
 #include "grpo/trainer/rollout.h"
 #include "grpo/trainer/tasks.h"
 #include "grpo/trainer/tensor_io.h"
+#include "ref_ops.h"
 #include "test_specs.h"
 
 namespace grpo::trainer {
 namespace {
 
-const kernels::Ops& ref_ops() {
-  return kernels::ops_for(kernels::Backend::kReference);
-}
+using testing::ref_ops;
 
 TEST(Grpo, GroupAdvantagesNormalizeWithinEachGroup) {
   at::Tensor r = at::tensor({1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 1.f, 1.f});

@@ -4,6 +4,7 @@
 
 #include "grpo/core/model_spec.h"
 #include "grpo/trainer/model.h"
+#include "ref_ops.h"
 #include "test_specs.h"
 
 namespace grpo::trainer {
@@ -15,9 +16,7 @@ std::int64_t numel_of(const QwenModel& m) {
   return n;
 }
 
-const kernels::Ops& ref_ops() {
-  return kernels::ops_for(kernels::Backend::kReference);
-}
+using testing::ref_ops;
 
 TEST(Model, TinySpecsHaveExactlyThePlannedParameters) {
   for (const core::ModelSpec& spec : {testing::tiny_dense(), testing::tiny_moe()}) {

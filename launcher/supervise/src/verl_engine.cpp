@@ -222,7 +222,8 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
           {"path", (checkpoint_dir_ / ("global_step_" + std::to_string(newest))).string()},
           {"reason", "verl"}};
       // Before the attempt's end: the checkpoint belongs to the attempt.
-      events.insert(exit_at, AttemptEvent{std::in_place_type<RankOutput>, RankOutput{0, e.dump()}});
+      events.insert(exit_at, AttemptEvent{std::in_place_type<RankOutput>,
+                                          RankOutput{0, e.dump(), std::nullopt}});
     }
   }
   if (ended) watching_ = false;
