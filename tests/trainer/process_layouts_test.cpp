@@ -151,8 +151,18 @@ TEST_P(ExpertParallel, EqualsDataParallel) {
   EXPECT_EQ(layout[0]["dp"], world);
   EXPECT_EQ(layout[0]["edp"], world / ep);
   EXPECT_EQ(layout[0]["experts_per_rank"], 8 / ep);
+  EXPECT_EQ(layout[0]["token_exchange"], "all-to-all");
   expect_same_steps(ra[0], rb[0]);
   expect_same_weights(final_weights(a), final_weights(b));
+  // Tokens travel by all-to-all (Megatron's dispatcher), not the old all-gather: every rank sends
+  // in every step (each holds tokens), and the EP group gathers nothing.
+  for (int r = 0; r < world; ++r) {
+    for (const auto& step : rb[static_cast<std::size_t>(r)].of_type("step")) {
+      const auto& bytes = step["comm_bytes"];
+      EXPECT_GT(bytes.value("ep.alltoall", 0), 0) << "rank " << r << ": " << bytes.dump();
+      EXPECT_EQ(bytes.value("ep.allgather", 0), 0) << "rank " << r << ": " << bytes.dump();
+    }
+  }
   // Expert load is counted over the whole EP group: the same counts as without EP.
   const auto la = ra[0].of_type("expert_load");
   const auto lb = rb[0].of_type("expert_load");

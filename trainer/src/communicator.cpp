@@ -24,6 +24,11 @@ class SingleProcessCommunicator final : public Communicator {
     out.copy_(in.view(out.sizes()));
     return core::ok_status();
   }
+  core::Status alltoall(const at::Tensor& in, at::Tensor& out, const std::vector<std::int64_t>&,
+                        const std::vector<std::int64_t>&) override {
+    out.copy_(in);
+    return core::ok_status();
+  }
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string&) override {
     if (members != std::vector<int>{0}) {
@@ -77,6 +82,18 @@ class C10dCommunicator final : public Communicator {
       at::Tensor flat = out.view({world_, -1});
       for (int r = 0; r < world_; ++r) outputs[0].push_back(flat[r].view(in.sizes()));
       pg_->allgather(outputs, inputs)->wait();
+    });
+  }
+
+  core::Status alltoall(const at::Tensor& in, at::Tensor& out,
+                        const std::vector<std::int64_t>& send_counts,
+                        const std::vector<std::int64_t>& recv_counts) override {
+    return guarded("all-to-all", [&] {
+      // c10d takes the split sizes by non-const reference (both LibTorch 1.13 and 2.x).
+      std::vector<std::int64_t> out_splits = recv_counts;
+      std::vector<std::int64_t> in_splits = send_counts;
+      at::Tensor input = in.contiguous();
+      pg_->alltoall_base(out, input, out_splits, in_splits)->wait();
     });
   }
 
@@ -189,6 +206,12 @@ core::Status TimedCommunicator::barrier() {
 }
 core::Status TimedCommunicator::allgather(const at::Tensor& in, at::Tensor& out) {
   return timed(allgather_bytes_, nbytes(in), [&] { return inner_->allgather(in, out); });
+}
+core::Status TimedCommunicator::alltoall(const at::Tensor& in, at::Tensor& out,
+                                         const std::vector<std::int64_t>& send_counts,
+                                         const std::vector<std::int64_t>& recv_counts) {
+  return timed(alltoall_bytes_, nbytes(in),
+               [&] { return inner_->alltoall(in, out, send_counts, recv_counts); });
 }
 core::Result<std::unique_ptr<Communicator>> TimedCommunicator::subgroup(
     const std::vector<int>& members, const std::string& name) {

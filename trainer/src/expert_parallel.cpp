@@ -80,14 +80,51 @@ struct ReduceScatterRows : public torch::autograd::Function<ReduceScatterRows> {
   }
 };
 
+std::int64_t total(const std::vector<std::int64_t>& counts) {
+  std::int64_t n = 0;
+  for (std::int64_t c : counts) n += c;
+  return n;
+}
+
+at::Tensor all_to_all_raw(const at::Tensor& x, const std::vector<std::int64_t>& send,
+                          const std::vector<std::int64_t>& recv, Communicator& group) {
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape[0] = total(recv);
+  at::Tensor out = at::empty(shape, x.options());
+  check(group.alltoall(x.contiguous(), out, send, recv));
+  return out;
+}
+
+struct AllToAllRows : public torch::autograd::Function<AllToAllRows> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x,
+                            const std::vector<std::int64_t>& send,
+                            const std::vector<std::int64_t>& recv, Communicator* group) {
+    ctx->saved_data["send"] = send;
+    ctx->saved_data["recv"] = recv;
+    store_group(ctx, *group);
+    return all_to_all_raw(x, send, recv, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<std::int64_t> send = ctx->saved_data["send"].toIntVector();
+    const std::vector<std::int64_t> recv = ctx->saved_data["recv"].toIntVector();
+    return {all_to_all_raw(grads[0], recv, send, group_of(ctx)), at::Tensor(), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
 }  // namespace
 
-std::vector<std::int64_t> gather_counts(std::int64_t rows, Communicator& group) {
-  at::Tensor mine = at::tensor({rows}, at::kLong);
-  at::Tensor all = at::empty({group.world_size()}, at::kLong);
-  check(group.allgather(mine, all));
-  return std::vector<std::int64_t>(all.data_ptr<std::int64_t>(),
-                                   all.data_ptr<std::int64_t>() + all.numel());
+at::Tensor all_to_all_rows(const at::Tensor& x, const std::vector<std::int64_t>& send,
+                           const std::vector<std::int64_t>& recv, Communicator& group) {
+  if (!x.requires_grad() || !at::GradMode::is_enabled())
+    return all_to_all_raw(x, send, recv, group);
+  return AllToAllRows::apply(x, send, recv, &group);
+}
+
+at::Tensor all_to_all_equal(const at::Tensor& x, Communicator& group) {
+  const std::vector<std::int64_t> parts(static_cast<std::size_t>(group.world_size()),
+                                        x.numel() / group.world_size());
+  return all_to_all_raw(x.reshape({-1}), parts, parts, group);
 }
 
 at::Tensor gather_rows(const at::Tensor& x, const std::vector<std::int64_t>& counts,

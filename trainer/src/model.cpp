@@ -251,25 +251,68 @@ void MoeBlock::sequence_parallel_aux(const at::Tensor& probs, const at::Tensor& 
 }
 
 at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const {
-  // Every rank of the group sees every token of the group (gathered), runs its own experts on the
-  // pairs routed to them and sends back the weighted outputs, summed over the group.
+  // Megatron-Core's all-to-all dispatcher: the (token, slot) pairs, grouped by expert (the router's
+  // permutation), go to the rank holding their expert; each rank runs its experts on what it
+  // received and sends the outputs back, where they are weighted and added onto their tokens.
+  // The ranks of the group hold equal, consecutive ranges of experts (ParallelState), so grouping
+  // by expert is grouping by destination.
   Communicator& group = *ep_group;
-  const std::vector<std::int64_t> counts = gather_counts(x.size(0), group);
-  at::Tensor xs = gather_rows(x, counts, group);
-  at::Tensor ws = gather_rows(r.weights.to(x.scalar_type()), counts, group);
-  at::Tensor ids = gather_rows(r.indices, counts, group);
-  // The zero terms keep this rank's backward a collective even when no pair reached its experts.
-  at::Tensor ys = xs * 0.0 + ws.sum() * 0.0;
-  for (std::size_t i = 0; i < experts.size(); ++i) {
-    const std::int64_t e = expert_begin + static_cast<std::int64_t>(i);
-    at::Tensor hit = (ids == e).nonzero();  // [P, 2] (token, slot), in token order
-    if (hit.size(0) == 0) continue;
-    at::Tensor tok = hit.select(1, 0);
-    at::Tensor slot = hit.select(1, 1);
-    at::Tensor w = ws.index({tok, slot}).unsqueeze(1);
-    ys = ys.index_add(0, tok, experts[i]->forward(xs.index_select(0, tok)) * w);
+  const int ranks = group.world_size();
+  const auto local = static_cast<std::int64_t>(experts.size());
+  at::Tensor offsets = r.expert_offsets.to(at::kCPU);
+  const auto* off = offsets.data_ptr<std::int64_t>();
+  // Pairs per expert, then each rank's pairs for my experts: from[g * local + j].
+  at::Tensor from = all_to_all_equal(
+      offsets.narrow(0, 1, num_experts) - offsets.narrow(0, 0, num_experts), group);
+  const auto* fr = from.data_ptr<std::int64_t>();
+  std::vector<std::int64_t> send(static_cast<std::size_t>(ranks));
+  std::vector<std::int64_t> recv(static_cast<std::size_t>(ranks));
+  for (int g = 0; g < ranks; ++g) {
+    send[static_cast<std::size_t>(g)] = off[(g + 1) * local] - off[g * local];
+    for (std::int64_t j = 0; j < local; ++j) recv[static_cast<std::size_t>(g)] += fr[g * local + j];
   }
-  return reduce_scatter_rows(ys, counts, group);
+  at::Tensor x_recv = all_to_all_rows(x.index_select(0, r.sorted_tokens), send, recv, group);
+
+  // The received rows come source by source, each source's grouped by expert: regroup them by
+  // expert (source order within an expert), run each expert on its slice, and put the outputs
+  // back in the received order for the return trip.
+  std::vector<std::int64_t> order;
+  std::vector<std::int64_t> per_expert(static_cast<std::size_t>(local), 0);
+  order.reserve(static_cast<std::size_t>(x_recv.size(0)));
+  for (std::int64_t j = 0; j < local; ++j) {
+    std::int64_t source_start = 0;
+    for (int g = 0; g < ranks; ++g) {
+      std::int64_t start = source_start;
+      for (std::int64_t i = 0; i < j; ++i) start += fr[g * local + i];
+      const std::int64_t n = fr[g * local + j];
+      for (std::int64_t t = 0; t < n; ++t) order.push_back(start + t);
+      per_expert[static_cast<std::size_t>(j)] += n;
+      source_start += recv[static_cast<std::size_t>(g)];
+    }
+  }
+  at::Tensor y_recv = x_recv * 0.0;  // no rows received: still part of the graph (a collective)
+  if (!order.empty()) {
+    at::Tensor perm = at::tensor(order, at::kLong).to(x.device());
+    at::Tensor grouped = x_recv.index_select(0, perm);
+    std::vector<at::Tensor> ys;
+    std::int64_t begin = 0;
+    for (std::int64_t j = 0; j < local; ++j) {
+      const std::int64_t n = per_expert[static_cast<std::size_t>(j)];
+      if (n > 0) {
+        ys.push_back(experts[static_cast<std::size_t>(j)]->forward(grouped.narrow(0, begin, n)));
+      }
+      begin += n;
+    }
+    std::vector<std::int64_t> back(order.size());  // the inverse permutation
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      back[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+    }
+    y_recv = at::cat(ys).index_select(0, at::tensor(back, at::kLong).to(x.device()));
+  }
+  at::Tensor y = all_to_all_rows(y_recv, recv, send, group);
+  at::Tensor w =
+      r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
+  return at::zeros_like(x).index_add(0, r.sorted_tokens, y * w);
 }
 
 DecoderLayer::DecoderLayer(const core::ModelSpec& spec, std::int64_t index_in,

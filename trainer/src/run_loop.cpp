@@ -178,7 +178,7 @@ void TrainingRun::emit_layout() {
       nlohmann::json{{"sequence_parallel", ctx_.par.sequence_parallel},
                      {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
                      {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
-                     {"token_exchange", d.ep > 1 ? "all-gather" : "none"},
+                     {"token_exchange", d.ep > 1 ? "all-to-all" : "none"},
                      {"param_bytes", param_bytes},
                      {"grad_bytes", param_bytes},
                      {"optimizer_bytes", optimizer_bytes}});

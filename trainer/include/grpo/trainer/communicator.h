@@ -32,6 +32,13 @@ class Communicator {
   // `out` (contiguous, [world * n, ...]) receives every rank's `in` ([n, ...], the same shape on
   // every rank) in rank order.
   virtual core::Status allgather(const at::Tensor& in, at::Tensor& out) = 0;
+  // Variable-size all-to-all along dim 0. `in` (contiguous) holds send_counts[i] rows for rank i,
+  // in rank order; `out` (contiguous, sum of recv_counts rows, the same row shape and dtype)
+  // receives recv_counts[i] rows from rank i, in rank order. recv_counts[i] must equal rank i's
+  // send_counts[this rank]. Both lists have world_size() entries.
+  virtual core::Status alltoall(const at::Tensor& in, at::Tensor& out,
+                                const std::vector<std::int64_t>& send_counts,
+                                const std::vector<std::int64_t>& recv_counts) = 0;
   // A communicator over `members` (global ranks of this world, ascending, this rank among them).
   // Only the members call it, once per group, with a `name` unique among the world's groups; its
   // rank() is this rank's index in `members`. Errors: kUnavailable.
@@ -47,8 +54,9 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
 // It also counts the payload bytes this rank hands to each kind of collective, by group kind
 // (`world`, or a subgroup's name without its digits: `tp`, `dp`, `ep`, `edp`) and operation
-// (`allreduce`, `broadcast`, `allgather`): "tp.allreduce" -> bytes. The payload is the tensor a
-// rank passes (all-gather: its own part), not the wire traffic of the algorithm.
+// (`allreduce`, `broadcast`, `allgather`, `alltoall`): "tp.allreduce" -> bytes. The payload is the
+// tensor a rank passes (all-gather: its own part; all-to-all: every row it sends, its own
+// included), not the wire traffic of the algorithm.
 struct CommTotals {
   double seconds = 0;
   std::map<std::string, std::int64_t> bytes;
@@ -65,7 +73,8 @@ class TimedCommunicator final : public Communicator {
         kind_(std::move(kind)),
         allreduce_bytes_(&totals_->bytes[kind_ + ".allreduce"]),
         broadcast_bytes_(&totals_->bytes[kind_ + ".broadcast"]),
-        allgather_bytes_(&totals_->bytes[kind_ + ".allgather"]) {}
+        allgather_bytes_(&totals_->bytes[kind_ + ".allgather"]),
+        alltoall_bytes_(&totals_->bytes[kind_ + ".alltoall"]) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   std::string backend() const override { return inner_->backend(); }
@@ -74,6 +83,9 @@ class TimedCommunicator final : public Communicator {
   core::Status broadcast(at::Tensor& tensor, int root) override;
   core::Status barrier() override;
   core::Status allgather(const at::Tensor& in, at::Tensor& out) override;
+  core::Status alltoall(const at::Tensor& in, at::Tensor& out,
+                        const std::vector<std::int64_t>& send_counts,
+                        const std::vector<std::int64_t>& recv_counts) override;
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string& name) override;
   double seconds() const { return totals_->seconds; }  // inside collectives so far
@@ -92,6 +104,7 @@ class TimedCommunicator final : public Communicator {
   std::int64_t* allreduce_bytes_;
   std::int64_t* broadcast_bytes_;
   std::int64_t* allgather_bytes_;
+  std::int64_t* alltoall_bytes_;
 };
 
 struct CommOptions {

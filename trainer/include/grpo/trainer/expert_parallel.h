@@ -1,9 +1,7 @@
-// Token exchange for expert parallelism, differentiable: the rows every rank of an EP group holds
-// are gathered for the experts, and each rank gets back the group-wide sum of the expert outputs
-// for its own rows. Built on all-gather and all-reduce (Gloo in LibTorch 1.13 has no
-// variable-size all-to-all in its C++ API), so each rank receives every row of its group rather
-// than only those routed to its experts: docs/parallelism.md gives the volume. Every call is a
-// collective of the group, forward and backward; a failed collective throws CollectiveError.
+// Row exchanges inside a group, differentiable: the all-to-all that carries tokens to the ranks
+// holding their experts and back (expert parallelism), and the all-gather / reduce-scatter pair
+// of sequence parallelism. Every call is a collective of the group, forward and backward; a
+// failed collective throws CollectiveError.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +19,6 @@ struct CollectiveError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Every rank's row count, in group rank order.
-std::vector<std::int64_t> gather_counts(std::int64_t rows, Communicator& group);
-
 // [sum of counts, ...]: every rank's `x` ([counts[me], ...]) in rank order. Differentiable: the
 // gradient of x is the group-wide sum of the gradients of its rows (a reduce-scatter).
 at::Tensor gather_rows(const at::Tensor& x, const std::vector<std::int64_t>& counts,
@@ -33,6 +28,17 @@ at::Tensor gather_rows(const at::Tensor& x, const std::vector<std::int64_t>& cou
 // Differentiable: the gradient of y is every rank's output gradient, gathered.
 at::Tensor reduce_scatter_rows(const at::Tensor& y, const std::vector<std::int64_t>& counts,
                                Communicator& group);
+
+// [sum of recv, ...]: send[i] rows of `x` ([sum of send, ...]) go to rank i, recv[i] rows come
+// from rank i (rank order both ways). Differentiable: the gradient goes back by the reverse
+// all-to-all (recv and send swapped).
+at::Tensor all_to_all_rows(const at::Tensor& x, const std::vector<std::int64_t>& send,
+                           const std::vector<std::int64_t>& recv, Communicator& group);
+
+// An all-to-all of equal parts, not differentiable: `x` ([group size * m] elements) sends
+// elements [i * m, (i + 1) * m) to rank i; the result holds rank i's part for this rank at the
+// same place. Used to tell every rank how many rows it will receive.
+at::Tensor all_to_all_equal(const at::Tensor& x, Communicator& group);
 
 // Whether `mine` holds on every rank of the group.
 bool all_ranks(bool mine, Communicator& group);
