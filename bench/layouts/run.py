@@ -14,7 +14,16 @@ gradient-reduction bytes (`cost.comm_bytes.dp` of the plan JSON, per GRPO step, 
 optimizer steps = train_batch_size / ppo_mini_batch_size x ppo_epochs) against the bytes each rank
 handed to all-reduces in its SFT step (one optimizer step; the step event's `comm_bytes`:
 `dp.allreduce` + `edp.allreduce` + `world.allreduce`, the last also carrying a few bytes of step
-metrics: at most 128 bytes), within 5% or 128 bytes. Prints a Markdown table; exits 1 when a planner figure and a measured one
+metrics: at most 128 bytes), within 5% or 128 bytes. Expert parallelism (EP > 1): the cost model's
+all-to-all bytes (`cost.comm_bytes.ep`, docs/cost-model.md "Expert parallel": rows x k x hidden x
+4 bytes per dispatch or combine, `count` = 2 x (passes - 1) x epochs + 2 x lp of them per MoE
+layer, rows = train_batch_size x rollout_n x (max_prompt_length + max_response_length) / dp,
+divided by TP under sequence parallelism) turned into bytes per token row per training pass
+(x 4 / (count x rows): a forward and a backward each dispatch and combine), times the rows the
+EP ranks really ran (the step event's `train_rows`, / TP under sequence parallelism), against the
+bytes those ranks handed to `ep.alltoall` in the SFT step, summed over the ranks (the cost model
+assumes balanced routing; the sum over a group is exact whatever the routing, since every row a
+rank receives is one another rank sent), within 5%. Prints a Markdown table; exits 1 when a planner figure and a measured one
 differ (memory: exactly; communication: by more than 5%).
 
 Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
@@ -60,6 +69,10 @@ def planner(model, world, tp, ep, sp):
                                                   ("optimizer_bytes", "actor optimizer states"))}
     optimizer_steps = w["train_batch_size"] / w["ppo_mini_batch_size"] * w["ppo_epochs"]
     want["grad_reduce_bytes"] = round(plan["cost"]["comm_bytes"]["dp"] / optimizer_steps)
+    rows = (w["train_batch_size"] * w["rollout_n"] *
+            (w["max_prompt_length"] + w["max_response_length"]) / (world // tp) / (tp if sp else 1))
+    count = 2 * (3 - 1) * w["ppo_epochs"] + 2 * (2 if w["use_kl_loss"] else 1)
+    want["ep_bytes_per_row"] = plan["cost"]["comm_bytes"]["ep"] * 4 / (count * rows)
     return want
 
 
@@ -115,6 +128,15 @@ def main():
         print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | grad_reduce_bytes | "
               f"{want['grad_reduce_bytes']} | {', '.join(map(str, reduced))} | "
               f"{'within 5%' if close else 'NO'} |")
+        if ep > 1:
+            sent = sum(e["comm_bytes"].get("ep.alltoall", 0) for e in steps)
+            rows = sum(e["train_rows"] / (tp if sp else 1) for e in steps)
+            expect = round(want["ep_bytes_per_row"] * rows)
+            close = sent > 0 and abs(sent - expect) <= 0.05 * expect
+            ok &= close
+            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+                  f"ep_alltoall_bytes (all ranks) | {expect} | {sent} | "
+                  f"{'within 5%' if close else 'NO'} |")
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
             equal = values == [want[key]]

@@ -241,6 +241,13 @@ int TrainingRun::run() {
     if (!st.ok()) return fail(st.error());
     const double step_s = seconds_since(step_t0);
     const double step_comm_s = ctx_.comm->seconds() - comm_t0;
+    // The step's own collectives, like step_s and comm_s: validation below is not counted.
+    nlohmann::json comm_bytes = nlohmann::json::object();
+    for (const auto& [key, sum] : ctx_.comm->bytes()) {
+      const auto before = bytes_t0.find(key);
+      const std::int64_t n = sum - (before == bytes_t0.end() ? 0 : before->second);
+      if (n > 0) comm_bytes[key] = n;
+    }
     state_.step = s;
 
     std::optional<double> val;
@@ -256,12 +263,6 @@ int TrainingRun::run() {
     m.fields["tokens"] = m.tokens;
     m.fields["step_s"] = step_s;
     m.fields["comm_s"] = step_comm_s;
-    nlohmann::json comm_bytes = nlohmann::json::object();
-    for (const auto& [key, sum] : ctx_.comm->bytes()) {
-      const auto before = bytes_t0.find(key);
-      const std::int64_t n = sum - (before == bytes_t0.end() ? 0 : before->second);
-      if (n > 0) comm_bytes[key] = n;
-    }
     m.fields["comm_bytes"] = std::move(comm_bytes);
     m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
     m.fields["wall_s"] = seconds_since(t0);

@@ -83,9 +83,11 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
   MeanAccumulator acc;
   const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
   const std::int64_t total_tokens = batch.response_valid.sum().item<std::int64_t>();
+  std::int64_t train_rows = 0;  // token rows through forward and backward, padding included
   for (std::int64_t b = 0; b < rows; b += micro) {
     const std::int64_t e = std::min(rows, b + micro);
     SequenceBatch mb = batch.slice(b, e);
+    train_rows += mb.tokens.numel();
     ResponseStates rs = response_states(model, mb);
     at::Tensor lp = model.token_logprobs(rs.hidden, rs.tokens, 1.0, false).logprobs;
     // Token-mean over the rank's whole batch: each micro batch weighs by its token share.
@@ -105,6 +107,7 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
   GRPO_TRY_STATUS(ctx.comm->allreduce_sum(tok));
   m.tokens = tok.item<std::int64_t>();
   m.fields["update_s"] = seconds_since(t0);
+  m.fields["train_rows"] = train_rows;
   return core::ok_status();
 }
 
