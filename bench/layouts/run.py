@@ -23,7 +23,16 @@ divided by TP under sequence parallelism) turned into bytes per token row per tr
 EP ranks really ran (the step event's `train_rows`, / TP under sequence parallelism), against the
 bytes those ranks handed to `ep.alltoall` in the SFT step, summed over the ranks (the cost model
 assumes balanced routing; the sum over a group is exact whatever the routing, since every row a
-rank receives is one another rank sent), within 5%. Prints a Markdown table; exits 1 when a planner figure and a measured one
+rank receives is one another rank sent), within 5%. Tensor parallelism without sequence
+parallelism: the cost model's `cost.comm_bytes.tp` per token row and collective, times the
+collectives of a training pass (2 per layer forward and backward, the embedding's forward and the
+LM head input's backward: 4L + 2), times the rows run, against the `tp.allreduce` bytes of all
+ranks, within 5%. Activations (reported, not checked yet): the planner's per-token activations
+and logits of a micro batch ("activations" + "logits" of the training items, over its
+micro_batch x (max_prompt_length + max_response_length) tokens) times the rows of the trainer's
+micro batch (one per rank: ppo_micro_batch_size_per_gpu = the rank's SFT examples; / TP under
+sequence parallelism), against the step event's `peak_activation_bytes` of the second SFT step
+(trainer.measure_activation_memory; the first step also allocates the gradients). Prints a Markdown table; exits 1 when a planner figure and a measured one
 differ (memory: exactly; communication: by more than 5%).
 
 Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
@@ -72,7 +81,15 @@ def planner(model, world, tp, ep, sp):
     rows = (w["train_batch_size"] * w["rollout_n"] *
             (w["max_prompt_length"] + w["max_response_length"]) / (world // tp) / (tp if sp else 1))
     count = 2 * (3 - 1) * w["ppo_epochs"] + 2 * (2 if w["use_kl_loss"] else 1)
+    tokens = plan["layout"]["micro_batch"] * (w["max_prompt_length"] + w["max_response_length"])
+    want["activation_bytes_per_row"] = (items["activations"] + items["logits"]) * GIB / tokens
     want["ep_bytes_per_row"] = plan["cost"]["comm_bytes"]["ep"] * 4 / (count * rows)
+    # TP (sequence parallelism off): the cost model's collectives per step are L x count + ends
+    # (docs/cost-model.md "Tensor parallel"); a training pass (forward and backward) is 4L + 2.
+    layers = j["model"]["layers"]
+    ends = 2 * w["ppo_epochs"] + (2 if w["use_kl_loss"] else 1)
+    want["tp_bytes_per_row"] = (plan["cost"]["comm_bytes"]["tp"] * (4 * layers + 2) /
+                                ((layers * count + ends) * rows))
     return want
 
 
@@ -92,8 +109,10 @@ def trainer(model, world, tp, ep, sp):
                        OMP_WAIT_POLICY="PASSIVE")
             env.pop("GRPO_FAULT", None)
             args = [TRAINER, "--model", model, "--run-dir", d, "--log-level", "warn",
-                    "--set", "trainer.sft_warmup_steps=1", "--set", "trainer.total_training_steps=0",
+                    "--set", "trainer.sft_warmup_steps=2", "--set", "trainer.total_training_steps=0",
                     "--set", "trainer.sft_batch_size=8", "--set", "data.val_size=8",
+                    "--set", "trainer.measure_activation_memory=true",
+                    "--set", f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={8 // (world // tp)}",
                     "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1",
                     "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}",
                     "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
@@ -137,6 +156,23 @@ def main():
             print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
                   f"ep_alltoall_bytes (all ranks) | {expect} | {sent} | "
                   f"{'within 5%' if close else 'NO'} |")
+        if tp > 1 and not sp:
+            sent = sum(e["comm_bytes"].get("tp.allreduce", 0) for e in steps)
+            expect = round(want["tp_bytes_per_row"] * sum(e["train_rows"] for e in steps))
+            close = sent > 0 and abs(sent - expect) <= 0.05 * expect
+            ok &= close
+            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+                  f"tp_allreduce_bytes (all ranks) | {expect} | {sent} | "
+                  f"{'within 5%' if close else 'NO'} |")
+        # Activations: step 2 (one micro batch per rank; step 1 also allocates the gradients).
+        # Reported, not yet checked: see RESULTS.md.
+        second = [e for e in steps if e["step"] == 2]
+        peak = max(e["peak_activation_bytes"] for e in second)
+        expect = round(want["activation_bytes_per_row"] *
+                       max(e["train_rows"] for e in second) / (tp if sp else 1))
+        print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+              f"peak_activation_bytes (largest rank) | {expect} | {peak} | "
+              f"{'within 15%' if abs(peak - expect) <= 0.15 * expect else f'x {peak / expect:.2f}'} |")
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
             equal = values == [want[key]]

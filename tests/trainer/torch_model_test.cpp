@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "allocation_peak.h"
 #include "grpo/core/model_spec.h"
 #include "grpo/trainer/model.h"
 #include "ref_ops.h"
@@ -223,6 +224,28 @@ TEST(Model, MoeAuxLossAndExpertLoad) {
     EXPECT_EQ(sum, 10 * spec.experts_per_token);
   }
   EXPECT_TRUE(m.take_expert_load()[0].tokens_per_expert[0] == 0);
+}
+
+// AllocationPeak against sizes by hand: 1 MiB of floats, freed, then 256 KiB and 512 KiB alive
+// together: the peak is the larger of 1 MiB and 768 KiB; tensors made before the stretch and
+// freed inside it do not count; a second stretch starts from zero again.
+TEST(AllocationPeak, CountsTheLargestTotalHeldInsideTheStretch) {
+  at::Tensor before = at::ones({1 << 20}, at::kFloat);  // 4 MiB, allocated outside
+  std::int64_t first = 0;
+  {
+    AllocationPeak peak;
+    {
+      at::Tensor a = at::empty({1 << 18}, at::kFloat);  // 1 MiB
+    }
+    at::Tensor b = at::empty({1 << 16}, at::kFloat);  // 256 KiB
+    at::Tensor c = at::empty({1 << 17}, at::kFloat);  // 512 KiB
+    before = at::Tensor();                            // the 4 MiB block is freed inside the stretch
+    first = peak.peak();
+  }
+  EXPECT_EQ(first, std::int64_t{1} << 20);
+  AllocationPeak again;
+  at::Tensor d = at::empty({1 << 15}, at::kFloat);  // 128 KiB
+  EXPECT_EQ(again.peak(), std::int64_t{1} << 17);
 }
 
 }  // namespace

@@ -191,6 +191,9 @@ const std::vector<KeyDef>& key_defs() {
        "EXPERT_IMBALANCE when a layer's max/mean tokens per expert exceeds this"},
       {"trainer.checksum_freq", &C::checksum_freq, at_least(0),
        "add weights_sha256 to the step event every this many steps (0: only at checkpoints)"},
+      {"trainer.measure_activation_memory", &C::measure_activation_memory, any(),
+       "diagnostics: add peak_activation_bytes (CPU allocator bytes over each micro batch's "
+       "forward and backward) to SFT step events; slows allocation"},
       {"trainer.resume_mode", &C::resume_mode, one_of({"auto", "disable", "resume_path"}),
        "auto: newest valid checkpoint in the run dir; disable; resume_path: resume_from_path"},
       {"trainer.resume_from_path", &C::resume_from_path, any(),

@@ -1,9 +1,11 @@
 // The SFT warm-start step and the optimizer step it shares with GRPO.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
+#include "allocation_peak.h"
 #include "step_phases.h"
 
 namespace grpo::trainer {
@@ -84,8 +86,11 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
   const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
   const std::int64_t total_tokens = batch.response_valid.sum().item<std::int64_t>();
   std::int64_t train_rows = 0;  // token rows through forward and backward, padding included
+  std::int64_t peak_bytes = 0;  // trainer.measure_activation_memory
   for (std::int64_t b = 0; b < rows; b += micro) {
     const std::int64_t e = std::min(rows, b + micro);
+    std::optional<AllocationPeak> peak;
+    if (cfg.measure_activation_memory) peak.emplace();
     SequenceBatch mb = batch.slice(b, e);
     train_rows += mb.tokens.numel();
     ResponseStates rs = response_states(model, mb);
@@ -94,6 +99,7 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
     const double share = static_cast<double>(lp.numel()) / static_cast<double>(total_tokens);
     at::Tensor loss = -lp.mean() + cfg.moe_aux_loss_coef * rs.aux_loss;
     (loss * share).backward();
+    if (peak) peak_bytes = std::max(peak_bytes, peak->peak());
     acc.add("sft_loss", -lp.mean().item<double>(), static_cast<double>(lp.numel()));
     if (ctx.spec.is_moe()) acc.add("aux_loss", rs.aux_loss.item<double>());
     ctx.tel.maybe_heartbeat(s, "sft");
@@ -108,6 +114,7 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
   m.tokens = tok.item<std::int64_t>();
   m.fields["update_s"] = seconds_since(t0);
   m.fields["train_rows"] = train_rows;
+  if (cfg.measure_activation_memory) m.fields["peak_activation_bytes"] = peak_bytes;
   return core::ok_status();
 }
 

@@ -146,14 +146,18 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
   if (d.pp > 1) e.bubble_s = (e.compute_s + e.logprob_s) * (d.pp - 1) / micro;
 
   // Tensor parallel: per layer 2 collectives per forward, 2 per backward (+2 with recompute),
-  // each moving the activations [tokens, hidden].
+  // each moving the activations [tokens, hidden]; and outside the layers the vocabulary-parallel
+  // embedding's all-reduce in every forward and the LM head input's in every backward (one stage
+  // holds either with PP: the first stage's embedding, the larger count, is charged).
   const double rank_tokens = tokens / (static_cast<double>(d.dp) * d.cp);
   const double stage_layers = layers / d.pp;
   if (d.tp > 1) {
     const double bw = group_bandwidth(c, d.tp, 1);
     const double per_layer = 2.0 * (passes - 1.0) * epochs + 2.0 * logprob_passes;
-    e.tp_comm_s = ring_time(rank_tokens * h * wb, d.tp, bw) * stage_layers * per_layer;
-    e.bytes.tp = rank_tokens * h * wb * stage_layers * per_layer;
+    const double ends = d.pp > 1 ? epochs + logprob_passes : 2.0 * epochs + logprob_passes;
+    const double collectives = stage_layers * per_layer + ends;
+    e.tp_comm_s = ring_time(rank_tokens * h * wb, d.tp, bw) * collectives;
+    e.bytes.tp = rank_tokens * h * wb * collectives;
   }
   // Expert parallel: dispatch + combine all-to-all of k copies per token, fwd and bwd.
   if (m.is_moe() && d.ep > 1) {

@@ -101,8 +101,9 @@ struct TrainerConfig {
   double comm_timeout_s = 300.0;
   double heartbeat_interval_s = 1.0;
   double expert_imbalance_threshold = 3.0;
-  std::int64_t checksum_freq = 0;    // weights_sha256 in step events every N steps; 0: never
-  std::string resume_mode = "auto";  // auto | disable | resume_path
+  std::int64_t checksum_freq = 0;          // weights_sha256 in step events every N steps; 0: never
+  bool measure_activation_memory = false;  // peak_activation_bytes in SFT step events
+  std::string resume_mode = "auto";        // auto | disable | resume_path
   std::string resume_from_path;
   // verl's trainer.logger: "console" (the stderr log, always written) and "tensorboard" (event
   // files under <run_dir>/tensorboard/ from rank 0, docs/tensorboard.md)
