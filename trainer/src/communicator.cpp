@@ -24,6 +24,10 @@ class SingleProcessCommunicator final : public Communicator {
     out.copy_(in.view(out.sizes()));
     return core::ok_status();
   }
+  core::Status reduce_scatter(const at::Tensor& in, at::Tensor& out) override {
+    out.copy_(in.view(out.sizes()));
+    return core::ok_status();
+  }
   core::Status alltoall(const at::Tensor& in, at::Tensor& out, const std::vector<std::int64_t>&,
                         const std::vector<std::int64_t>&) override {
     out.copy_(in);
@@ -82,6 +86,23 @@ class C10dCommunicator final : public Communicator {
       at::Tensor flat = out.view({world_, -1});
       for (int r = 0; r < world_; ++r) outputs[0].push_back(flat[r].view(in.sizes()));
       pg_->allgather(outputs, inputs)->wait();
+    });
+  }
+
+  core::Status reduce_scatter(const at::Tensor& in, at::Tensor& out) override {
+    return guarded("reduce-scatter", [&] {
+      at::Tensor input = in.contiguous();
+      if (backend_ == "nccl") {
+        pg_->_reduce_scatter_base(out, input)->wait();
+        return;
+      }
+      // Gloo: every rank sends part r of its input to rank r and sums what it receives.
+      std::vector<std::int64_t> parts(static_cast<std::size_t>(world_), out.size(0));
+      at::Tensor received = at::empty_like(input);
+      pg_->alltoall_base(received, input, parts, parts)->wait();
+      std::vector<std::int64_t> shape = out.sizes().vec();
+      shape.insert(shape.begin(), world_);
+      out.copy_(received.view(shape).sum(0));
     });
   }
 
@@ -206,6 +227,9 @@ core::Status TimedCommunicator::barrier() {
 }
 core::Status TimedCommunicator::allgather(const at::Tensor& in, at::Tensor& out) {
   return timed(allgather_bytes_, nbytes(in), [&] { return inner_->allgather(in, out); });
+}
+core::Status TimedCommunicator::reduce_scatter(const at::Tensor& in, at::Tensor& out) {
+  return timed(reduce_scatter_bytes_, nbytes(in), [&] { return inner_->reduce_scatter(in, out); });
 }
 core::Status TimedCommunicator::alltoall(const at::Tensor& in, at::Tensor& out,
                                          const std::vector<std::int64_t>& send_counts,

@@ -41,9 +41,16 @@ at::Tensor gather_raw(const at::Tensor& x, const std::vector<std::int64_t>& coun
 
 at::Tensor reduce_raw(const at::Tensor& y, const std::vector<std::int64_t>& counts,
                       Communicator& group) {
+  const int me = group.rank();
+  if (std::all_of(counts.begin(), counts.end(), [&](std::int64_t c) { return c == counts[0]; })) {
+    std::vector<std::int64_t> shape = y.sizes().vec();
+    shape[0] = counts[0];
+    at::Tensor out = at::empty(shape, y.options());
+    check(group.reduce_scatter(y.contiguous(), out));
+    return out;
+  }
   at::Tensor sum = y.contiguous().clone();
   check(group.allreduce_sum(sum));
-  const int me = group.rank();
   return sum.narrow(0, offset_of(counts, me), counts[static_cast<std::size_t>(me)]).clone();
 }
 

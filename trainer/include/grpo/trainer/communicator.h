@@ -32,6 +32,11 @@ class Communicator {
   // `out` (contiguous, [world * n, ...]) receives every rank's `in` ([n, ...], the same shape on
   // every rank) in rank order.
   virtual core::Status allgather(const at::Tensor& in, at::Tensor& out) = 0;
+  // `out` ([n, ...], contiguous) receives this rank's part of the element-wise sum over ranks of
+  // `in` ([world * n, ...], contiguous, the same shape on every rank): rows [rank * n, (rank + 1)
+  // * n). NCCL's own reduce-scatter; on Gloo (LibTorch 1.13 has none) an all-to-all of the parts
+  // and a sum in rank order, the same bytes on the wire as a ring reduce-scatter.
+  virtual core::Status reduce_scatter(const at::Tensor& in, at::Tensor& out) = 0;
   // Variable-size all-to-all along dim 0. `in` (contiguous) holds send_counts[i] rows for rank i,
   // in rank order; `out` (contiguous, sum of recv_counts rows, the same row shape and dtype)
   // receives recv_counts[i] rows from rank i, in rank order. recv_counts[i] must equal rank i's
@@ -54,9 +59,10 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
 // It also counts the payload bytes this rank hands to each kind of collective, by group kind
 // (`world`, or a subgroup's name without its digits: `tp`, `dp`, `ep`, `edp`) and operation
-// (`allreduce`, `broadcast`, `allgather`, `alltoall`): "tp.allreduce" -> bytes. The payload is the
-// tensor a rank passes (all-gather: its own part; all-to-all: every row it sends, its own
-// included), not the wire traffic of the algorithm.
+// (`allreduce`, `broadcast`, `allgather`, `reduce_scatter`, `alltoall`): "tp.allreduce" -> bytes.
+// The payload is the tensor a rank passes (all-gather: its own part; reduce-scatter: the whole
+// input; all-to-all: every row it sends, its own included), not the wire traffic of the
+// algorithm.
 struct CommTotals {
   double seconds = 0;
   std::map<std::string, std::int64_t> bytes;
@@ -74,6 +80,7 @@ class TimedCommunicator final : public Communicator {
         allreduce_bytes_(&totals_->bytes[kind_ + ".allreduce"]),
         broadcast_bytes_(&totals_->bytes[kind_ + ".broadcast"]),
         allgather_bytes_(&totals_->bytes[kind_ + ".allgather"]),
+        reduce_scatter_bytes_(&totals_->bytes[kind_ + ".reduce_scatter"]),
         alltoall_bytes_(&totals_->bytes[kind_ + ".alltoall"]) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
@@ -83,6 +90,7 @@ class TimedCommunicator final : public Communicator {
   core::Status broadcast(at::Tensor& tensor, int root) override;
   core::Status barrier() override;
   core::Status allgather(const at::Tensor& in, at::Tensor& out) override;
+  core::Status reduce_scatter(const at::Tensor& in, at::Tensor& out) override;
   core::Status alltoall(const at::Tensor& in, at::Tensor& out,
                         const std::vector<std::int64_t>& send_counts,
                         const std::vector<std::int64_t>& recv_counts) override;
@@ -104,6 +112,7 @@ class TimedCommunicator final : public Communicator {
   std::int64_t* allreduce_bytes_;
   std::int64_t* broadcast_bytes_;
   std::int64_t* allgather_bytes_;
+  std::int64_t* reduce_scatter_bytes_;
   std::int64_t* alltoall_bytes_;
 };
 
