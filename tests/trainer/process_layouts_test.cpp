@@ -1,8 +1,8 @@
-// The plan's layout runs (label layouts): grpo-trainer processes at expert- and tensor-parallel
-// layouts give the same per-step loss, reward and gradient norm, and the same final weights, as
-// the data-parallel run with the same seed and data (within 1e-5, fp32: the only difference is
-// the order of floating-point sums); checkpoints move between layouts; layouts the trainer does
-// not build are refused with one line.
+// The plan's layout runs (label layouts): grpo-trainer processes at expert-, tensor- and
+// pipeline-parallel layouts give the same per-step loss, reward and gradient norm, and the same
+// final weights, as the data-parallel run with the same seed and data (within 1e-5, fp32: the only
+// difference is the order of floating-point sums); checkpoints move between layouts; layouts the
+// trainer does not build are refused with one line.
 //
 // Why a data-parallel run is the oracle: expert parallelism does not change which examples a rank
 // samples and scores (data parallelism splits them either way), only where each expert's
@@ -317,6 +317,130 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MoeTensorParallel,
                                   std::to_string(p.param.world) + "ranks";
                          });
 
+struct PpCase {
+  std::string model;
+  int world;
+  int pp, tp, ep;
+  int first, last;                          // num_layers_in_{first,last}_pipeline_stage (0: even)
+  std::vector<std::pair<int, int>> stages;  // the decoder layers each stage trains
+};
+
+void PrintTo(const PpCase& c, std::ostream* os) {
+  *os << c.model << " PP=" << c.pp << " TP=" << c.tp << " EP=" << c.ep << " on " << c.world
+      << " ranks";
+}
+
+std::vector<std::string> pp_args(const PpCase& c) {
+  const std::string m = "actor_rollout_ref.actor.megatron.";
+  const std::string tc = m + "override_transformer_config.";
+  std::vector<std::string> args = c.model == "tiny-moe" ? moe_args(c.tp, c.ep) : tp_args(c.tp);
+  return with(std::move(args),
+              {"--set", m + "pipeline_model_parallel_size=" + std::to_string(c.pp), "--set",
+               tc + "num_layers_in_first_pipeline_stage=" + std::to_string(c.first), "--set",
+               tc + "num_layers_in_last_pipeline_stage=" + std::to_string(c.last)});
+}
+
+class PipelineParallel : public ::testing::TestWithParam<PpCase> {};
+
+// Pipeline parallelism changes only where each layer is computed: the ranks of one pipeline see
+// the same data (one data-parallel replica), so the run equals the plain run with one rank per
+// replica (world / (PP x TP) ranks, no PP, TP or EP): steps, the final weights, expert load.
+TEST_P(PipelineParallel, EqualsDataParallelWithOneRankPerReplica) {
+  const PpCase c = GetParam();
+  const int replicas = c.world / (c.pp * c.tp);
+  const std::string tag = c.model + "-" + std::to_string(c.world) + "-" + std::to_string(c.pp) +
+                          "-" + std::to_string(c.tp) + "-" + std::to_string(c.ep);
+  const fs::path a = fresh_dir("layout-pp-dp-" + tag);
+  const fs::path b = fresh_dir("layout-pp-" + tag);
+  PpCase plain{c.model, replicas, 1, 1, 1, 0, 0, {}};
+  auto ra = run_ranks(replicas, a, pp_args(plain));
+  auto rb = run_ranks(c.world, b, pp_args(c));
+  expect_all_exit(ra, 0);
+  expect_all_exit(rb, 0);
+  for (int r = 0; r < c.world; ++r) {
+    const auto layout = rb[static_cast<std::size_t>(r)].of_type("layout");
+    ASSERT_EQ(layout.size(), 1u);
+    EXPECT_EQ(layout[0]["pp"], c.pp);
+    EXPECT_EQ(layout[0]["tp"], c.tp);
+    EXPECT_EQ(layout[0]["dp"], replicas);
+    EXPECT_EQ(layout[0]["schedule"], "1f1b");
+    EXPECT_EQ(layout[0]["stage_layers"], nlohmann::json(c.stages));
+    // Megatron's rank order: PP is the outermost dimension.
+    EXPECT_EQ(layout[0]["stage"], r / (c.world / c.pp));
+    // Every step moves activations between the stages and shares the trained weights after.
+    for (const auto& step : rb[static_cast<std::size_t>(r)].of_type("step")) {
+      const auto& bytes = step["comm_bytes"];
+      EXPECT_GT(bytes.value("pp.send", 0), 0) << "rank " << r << ": " << bytes.dump();
+      EXPECT_GT(bytes.value("pp.broadcast", 0), 0) << "rank " << r << ": " << bytes.dump();
+      EXPECT_TRUE(step.contains("reshard_s")) << step.dump();
+    }
+  }
+  expect_same_steps(ra[0], rb[0]);
+  for (int r = 1; r < c.world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
+  expect_same_weights(final_weights(a), final_weights(b));
+  const auto la = ra[0].of_type("expert_load");
+  const auto lb = rb[0].of_type("expert_load");
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
+  }
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+// Uneven stages (1 + 3 layers, Megatron's num_layers_in_first_pipeline_stage), TP x PP, PP x DP
+// (3 + 1), and for tiny-moe PP x EP (the EP group inside a stage) and TP x PP x EP with sequence
+// parallelism.
+INSTANTIATE_TEST_SUITE_P(Layouts, PipelineParallel,
+                         ::testing::Values(PpCase{"tiny-dense", 2, 2, 1, 1, 1, 0, {{0, 1}, {1, 4}}},
+                                           PpCase{"tiny-dense", 4, 2, 2, 1, 0, 0, {{0, 2}, {2, 4}}},
+                                           PpCase{"tiny-dense", 4, 2, 1, 1, 0, 1, {{0, 3}, {3, 4}}},
+                                           PpCase{"tiny-moe", 4, 2, 1, 2, 0, 0, {{0, 2}, {2, 4}}},
+                                           PpCase{"tiny-moe", 4, 2, 2, 2, 1, 0, {{0, 1}, {1, 4}}}),
+                         [](const auto& p) {
+                           return std::string(p.param.model == "tiny-moe" ? "moe_" : "dense_") +
+                                  "pp" + std::to_string(p.param.pp) + "_tp" +
+                                  std::to_string(p.param.tp) + "_ep" + std::to_string(p.param.ep) +
+                                  "_on_" + std::to_string(p.param.world) + "ranks";
+                         });
+
+// A checkpoint written at PP=2 (uneven stages) resumes on 1 rank without PP, and the reverse:
+// one data-parallel replica either way, so the steps after the resume equal those of an
+// uninterrupted run at the new layout.
+TEST(Layouts, CheckpointsMoveBetweenPipelineLayouts) {
+  const PpCase pp{"tiny-dense", 2, 2, 1, 1, 1, 0, {}};
+  const PpCase one{"tiny-dense", 1, 1, 1, 1, 0, 0, {}};
+  for (const auto& [from, to] : {std::pair{pp, one}, std::pair{one, pp}}) {
+    const std::string tag = std::to_string(from.world) + "-" + std::to_string(to.world);
+    const fs::path plain = fresh_dir("layout-pp-plain-" + tag);
+    const fs::path moved = fresh_dir("layout-pp-moved-" + tag);
+    auto rp = run_ranks(to.world, plain, pp_args(to));
+    expect_all_exit(rp, 0);
+    auto r1 = run_ranks(from.world, moved,
+                        with(pp_args(from), {"--set", "trainer.save_freq=3", "--fault",
+                                             "exit@step=4,code=9,rank=0"}));
+    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
+    auto r2 = run_ranks(to.world, moved, pp_args(to));
+    expect_all_exit(r2, 0);
+    const auto loaded = r2[0].of_type("checkpoint_loaded");
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0]["step"], 3);
+    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
+    const auto sp = rp[0].of_type("step");
+    const auto sm = r2[0].of_type("step");
+    ASSERT_EQ(sp.size(), 5u);
+    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl"}) {
+        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
+      }
+    }
+    expect_same_weights(final_weights(plain), final_weights(moved));
+    fs::remove_all(plain);
+    fs::remove_all(moved);
+  }
+}
+
 // A checkpoint written at TP=2 x EP=2 on 4 ranks resumes at TP=1 on 2 ranks (EP=1), and the
 // reverse: two data-parallel replicas either way, so the steps after the resume equal those of an
 // uninterrupted run at the new layout.
@@ -433,12 +557,24 @@ TEST(Layouts, UnbuiltLayoutsAreRefusedWithOneLine) {
   auto r =
       run_ranks(2, d,
                 with(args_for(1),
-                     {"--set", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"}));
+                     {"--set", "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=2"}));
   expect_all_exit(r, 2);
-  EXPECT_NE(r[0].stderr_text.find("the embedded trainer runs data, tensor and expert parallelism "
-                                  "only; this layout needs PP=2"),
+  EXPECT_NE(r[0].stderr_text.find("the embedded trainer runs data, tensor, pipeline and expert "
+                                  "parallelism only; this layout needs ETP=2"),
             std::string::npos)
       << r[0].stderr_text;
+  // A pipeline split that leaves a stage without layers (tiny-dense has 4).
+  auto split = run_ranks(
+      2, d,
+      with(tp_args(1),
+           {"--set", "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2", "--set",
+            "actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_"
+            "in_first_pipeline_stage=4"}));
+  expect_all_exit(split, 2);
+  EXPECT_NE(split[0].stderr_text.find("PP=2 with first/last stage layers 4/0 does not split the 4 "
+                                      "layers"),
+            std::string::npos)
+      << split[0].stderr_text;
   // TP for an MoE model without sequence parallelism (Megatron-Core refuses it too).
   auto moe_tp =
       run_ranks(2, d,

@@ -95,7 +95,7 @@ ModelSpec moe_with(int experts) {
   return m;
 }
 
-TEST(EmbeddedTrainerLayout, RunsDataTensorAndExpertParallelismOnly) {
+TEST(EmbeddedTrainerLayout, RunsDataTensorPipelineAndExpertParallelismOnly) {
   const ModelSpec moe = moe_with(8);
   ModelSpec dense;
   dense.name = "d";
@@ -120,9 +120,17 @@ TEST(EmbeddedTrainerLayout, RunsDataTensorAndExpertParallelismOnly) {
             "TP=2 with the MoE model m needs sequence parallelism (set sequence_parallel=true)");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 4, 1, 1}, true, moe), "");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 2, 2, 1}, true, moe), "");
-  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, false, moe),
-            "the embedded trainer runs data, tensor and expert parallelism only; this layout "
-            "needs PP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
+  // Pipeline parallelism runs, alone and with TP / EP; not with tied embeddings.
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 2, 1, 2, 1, 1}, true, moe), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 2, 1, 2, 1, 1}, false, dense), "");
+  ModelSpec tied = dense;
+  tied.tied_embeddings = true;
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 2, 1, 2, 1, 1}, false, tied),
+            "PP=2 with d's tied embeddings is not built (the first and last stages would share "
+            "the embedding); use PP=1");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 2, 2, 1, 1}, false, dense),
+            "the embedded trainer runs data, tensor, pipeline and expert parallelism only; this "
+            "layout needs CP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 2, 1}, false, dense),
             "EP=2 needs a mixture-of-experts model; d is dense");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 6, 3, 1}, false, moe),
@@ -198,6 +206,18 @@ TEST(EmbeddedTrainerLayout, SettingsUseVerlsKeysAndMapBack) {
     EXPECT_EQ(layout_key_for_trainer_key(want[i].substr(0, want[i].find('='))), back[i]);
     EXPECT_TRUE(is_layout_key(back[i])) << back[i];
   }
+  // With PP the stage split too (Megatron-Core's keys, inside verl's override_transformer_config).
+  l.dims = ParallelDims{1, 2, 1, 4, 1, 1};
+  l.first_stage_layers = 3;
+  const std::string tc = "actor_rollout_ref.actor.megatron.override_transformer_config.";
+  const std::vector<std::string> with_pp = trainer_layout_settings(l);
+  ASSERT_EQ(with_pp.size(), want.size() + 2);
+  EXPECT_EQ(with_pp[2], tc + "num_layers_in_first_pipeline_stage=3");
+  EXPECT_EQ(with_pp[3], tc + "num_layers_in_last_pipeline_stage=0");
+  EXPECT_EQ(layout_key_for_trainer_key(tc + "num_layers_in_first_pipeline_stage"),
+            "first_stage_layers");
+  EXPECT_EQ(layout_key_for_trainer_key(tc + "num_layers_in_last_pipeline_stage"),
+            "last_stage_layers");
   EXPECT_EQ(layout_key_for_trainer_key("data.train_batch_size"), "");
 }
 

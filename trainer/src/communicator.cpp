@@ -33,6 +33,10 @@ class SingleProcessCommunicator final : public Communicator {
     out.copy_(in);
     return core::ok_status();
   }
+  core::Status exchange(const std::vector<P2pOp>& ops) override {
+    if (!ops.empty()) return make_error(ErrorKind::kInvalidValue, "a world of one has no peer");
+    return core::ok_status();
+  }
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string&) override {
     if (members != std::vector<int>{0}) {
@@ -115,6 +119,20 @@ class C10dCommunicator final : public Communicator {
       std::vector<std::int64_t> in_splits = send_counts;
       at::Tensor input = in.contiguous();
       pg_->alltoall_base(out, input, out_splits, in_splits)->wait();
+    });
+  }
+
+  core::Status exchange(const std::vector<P2pOp>& ops) override {
+    return guarded("send/receive", [&] {
+      std::vector<std::vector<at::Tensor>> tensors;
+      tensors.reserve(ops.size());
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (const P2pOp& op : ops) {
+        tensors.push_back({op.tensor});
+        works.push_back(op.send ? pg_->send(tensors.back(), op.peer, /*tag=*/0)
+                                : pg_->recv(tensors.back(), op.peer, /*tag=*/0));
+      }
+      for (auto& w : works) w->wait();
     });
   }
 
@@ -236,6 +254,11 @@ core::Status TimedCommunicator::alltoall(const at::Tensor& in, at::Tensor& out,
                                          const std::vector<std::int64_t>& recv_counts) {
   return timed(alltoall_bytes_, nbytes(in),
                [&] { return inner_->alltoall(in, out, send_counts, recv_counts); });
+}
+core::Status TimedCommunicator::exchange(const std::vector<P2pOp>& ops) {
+  std::int64_t sent = 0;
+  for (const P2pOp& op : ops) sent += op.send ? nbytes(op.tensor) : 0;
+  return timed(send_bytes_, sent, [&] { return inner_->exchange(ops); });
 }
 core::Result<std::unique_ptr<Communicator>> TimedCommunicator::subgroup(
     const std::vector<int>& members, const std::string& name) {

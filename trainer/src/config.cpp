@@ -144,6 +144,14 @@ const std::vector<KeyDef>& key_defs() {
        &C::tensor_model_parallel_size, at_least(1), "tensor-parallel size (TP)"},
       {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
        &C::pipeline_model_parallel_size, at_least(1), "pipeline-parallel size (PP)"},
+      {"actor_rollout_ref.actor.megatron.override_transformer_config."
+       "num_layers_in_first_pipeline_stage",
+       &C::first_pipeline_stage_layers, at_least(0),
+       "decoder layers of the first pipeline stage (0: the even split)"},
+      {"actor_rollout_ref.actor.megatron.override_transformer_config."
+       "num_layers_in_last_pipeline_stage",
+       &C::last_pipeline_stage_layers, at_least(0),
+       "decoder layers of the last pipeline stage (0: the even split)"},
       {"actor_rollout_ref.actor.megatron.context_parallel_size", &C::context_parallel_size,
        at_least(1), "context-parallel size (CP)"},
       {"actor_rollout_ref.actor.megatron.expert_model_parallel_size",
@@ -665,8 +673,9 @@ Status validate(const TrainerConfig& c) {
 }
 
 Status validate_for_world(const TrainerConfig& c, int world_size) {
-  // Batches split over the data-parallel replicas (the ranks of a TP group share theirs).
-  const std::int64_t tp = c.tensor_model_parallel_size;
+  // Batches split over the data-parallel replicas (the ranks of a TP group and of a pipeline
+  // share theirs).
+  const std::int64_t tp = c.tensor_model_parallel_size * c.pipeline_model_parallel_size;
   const std::int64_t replicas = std::max<std::int64_t>(1, world_size / tp);
   auto check = [&](const char* key, std::int64_t v) -> Status {
     if (v % replicas != 0) {

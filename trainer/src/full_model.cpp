@@ -12,9 +12,13 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
   std::vector<FullTensor> out;
   for (const auto& [name, meta] : whole.named_params()) {
     FullTensor f{name, meta.sizes().vec(), 0};
+    f.stage = ctx.par.stage_of(name);
+    if (!ctx.par.stage_tp_members.empty()) {
+      f.owner = ctx.par.stage_tp_members.at(static_cast<std::size_t>(f.stage)).front();
+    }
     const std::int64_t e = expert_index(name);
     if (e >= 0 && model.expert_parallel())
-      f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts);
+      f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts, f.stage);
     f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp).has_value();
     out.push_back(std::move(f));
   }
@@ -25,7 +29,7 @@ std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& par
   std::vector<FullTensor> out;
   for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
     for (const FullTensor& p : params) {
-      out.push_back({prefix + p.name, p.shape, p.owner, p.sliced});
+      out.push_back({prefix + p.name, p.shape, p.owner, p.sliced, p.stage});
     }
   }
   return out;
@@ -33,7 +37,7 @@ std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& par
 
 namespace {
 
-// The TP slices of `f` from the ranks of rank 0's TP group, joined on rank 0 (every rank when
+// The TP slices of `f` from the ranks of its stage's TP group, joined on rank 0 (every rank when
 // `to_all`); `mine` is this rank's slice (undefined when it holds none).
 core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tensor& mine,
                            bool to_all,
@@ -42,7 +46,8 @@ core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tenso
   const bool wants = to_all || ctx.rank == 0;
   at::Tensor whole = wants ? at::empty(f.shape, at::kFloat) : at::Tensor();
   for (int t = 0; t < size; ++t) {
-    const int src = ctx.par.first_tp_members.at(static_cast<std::size_t>(t));
+    const int src = ctx.par.stage_tp_members.at(static_cast<std::size_t>(f.stage))
+                        .at(static_cast<std::size_t>(t));
     const TpSlice s = *tp_slice(ctx.spec, f.name, t, size);
     std::vector<std::int64_t> shape = f.shape;
     shape[static_cast<std::size_t>(s.dim)] = s.length;

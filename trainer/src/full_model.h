@@ -18,9 +18,12 @@ namespace grpo::trainer {
 struct FullTensor {
   std::string name;
   std::vector<std::int64_t> shape;
-  int owner = 0;  // the global rank that holds it (an expert's: a rank of rank 0's EP group)
-  // Split over TP (tp_slice): the ranks of rank 0's TP group each hold a slice.
+  // The global rank that holds it: rank 0's pipeline member of the stage that trains it (an
+  // expert's: a rank of that member's EP group).
+  int owner = 0;
+  // Split over TP (tp_slice): the ranks of that member's TP group each hold a slice.
   bool sliced = false;
+  int stage = 0;  // the pipeline stage that trains it (ParallelState::stage_of)
 };
 
 // `model`'s unsharded parameters, in the one-rank model's order.

@@ -36,7 +36,11 @@ SequenceBatch make_sequence_batch(const at::Tensor& prompt, const at::Tensor& pr
 }
 
 ResponseStates response_states(QwenModel& model, const SequenceBatch& batch) {
-  ModelOutput out = model.forward(batch.tokens, batch.positions, batch.valid, batch.valid, nullptr);
+  return response_states(
+      model.forward(batch.tokens, batch.positions, batch.valid, batch.valid, nullptr), batch);
+}
+
+ResponseStates response_states(const ModelOutput& out, const SequenceBatch& batch) {
   const std::int64_t r = batch.response.size(1);
   const std::int64_t h = out.hidden.size(-1);
   at::Tensor states = out.hidden.narrow(1, batch.prompt_len - 1, r).reshape({-1, h});
@@ -148,34 +152,42 @@ std::int64_t expert_index(const std::string& name) {
   return ec == std::errc() && end != first ? e : -1;
 }
 
-namespace {
-
-// Sums `grads` over `comm` in buckets of about bucket_bytes and divides them by `divisor`.
-core::Status reduce_buckets(const std::vector<at::Tensor>& grads, Communicator* comm,
-                            std::int64_t bucket_bytes, double divisor) {
+core::Status in_buckets(const std::vector<at::Tensor>& tensors, std::int64_t bucket_bytes,
+                        const std::function<core::Status(at::Tensor&)>& f) {
   std::size_t i = 0;
-  while (i < grads.size()) {
+  while (i < tensors.size()) {
     std::size_t j = i;
     std::int64_t bytes = 0;
     std::vector<at::Tensor> flat_parts;
-    while (j < grads.size() &&
-           (j == i || bytes + static_cast<std::int64_t>(grads[j].nbytes()) <= bucket_bytes)) {
-      bytes += static_cast<std::int64_t>(grads[j].nbytes());
-      flat_parts.push_back(grads[j].reshape({-1}));
+    while (j < tensors.size() &&
+           (j == i || bytes + static_cast<std::int64_t>(tensors[j].nbytes()) <= bucket_bytes)) {
+      bytes += static_cast<std::int64_t>(tensors[j].nbytes());
+      flat_parts.push_back(tensors[j].reshape({-1}));
       ++j;
     }
     at::Tensor bucket = at::cat(flat_parts);
-    if (comm != nullptr) GRPO_TRY_STATUS(comm->allreduce_sum(bucket));
-    bucket.div_(divisor);
+    GRPO_TRY_STATUS(f(bucket));
     std::int64_t off = 0;
     for (std::size_t k = i; k < j; ++k) {
-      const std::int64_t n = grads[k].numel();
-      grads[k].copy_(bucket.narrow(0, off, n).view(grads[k].sizes()));
+      const std::int64_t n = tensors[k].numel();
+      tensors[k].copy_(bucket.narrow(0, off, n).view(tensors[k].sizes()));
       off += n;
     }
     i = j;
   }
   return core::ok_status();
+}
+
+namespace {
+
+// Sums `grads` over `comm` in buckets of about bucket_bytes and divides them by `divisor`.
+core::Status reduce_buckets(const std::vector<at::Tensor>& grads, Communicator* comm,
+                            std::int64_t bucket_bytes, double divisor) {
+  return in_buckets(grads, bucket_bytes, [&](at::Tensor& bucket) -> core::Status {
+    if (comm != nullptr) GRPO_TRY_STATUS(comm->allreduce_sum(bucket));
+    bucket.div_(divisor);
+    return core::ok_status();
+  });
 }
 
 at::Tensor squared_norm(const std::vector<at::Tensor>& grads) {
@@ -216,7 +228,10 @@ core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communic
   std::vector<at::Tensor> by_dp = sliced;
   by_dp.insert(by_dp.end(), whole.begin(), whole.end());
   GRPO_TRY_STATUS(reduce_buckets(by_dp, g.dp, bucket_bytes, g.replicas));
-  if (!rows.empty()) GRPO_TRY_STATUS(reduce_buckets(rows, &world, bucket_bytes, g.replicas));
+  if (!rows.empty()) {
+    GRPO_TRY_STATUS(
+        reduce_buckets(rows, g.rows != nullptr ? g.rows : &world, bucket_bytes, g.replicas));
+  }
   if (!experts.empty()) GRPO_TRY_STATUS(reduce_buckets(experts, g.edp, bucket_bytes, g.replicas));
   // Replicated parameters count once; each slice lives on one rank of the TP group, each expert
   // on one rank of the EP group.
@@ -224,8 +239,9 @@ core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communic
   if (g.tp != nullptr) GRPO_TRY_STATUS(g.tp->allreduce_sum(sq_tp));
   at::Tensor sq_ep = squared_norm(experts);
   if (g.ep != nullptr) GRPO_TRY_STATUS(g.ep->allreduce_sum(sq_ep));
-  const double total =
-      std::sqrt((squared_norm(whole) + squared_norm(rows) + sq_tp + sq_ep).item<double>());
+  at::Tensor sq = squared_norm(whole) + squared_norm(rows) + sq_tp + sq_ep;
+  if (g.pp != nullptr) GRPO_TRY_STATUS(g.pp->allreduce_sum(sq));
+  const double total = std::sqrt(sq.item<double>());
   for (auto* set : {&sliced, &whole, &rows, &experts}) clip(*set, total, max_norm);
   return total;
 }

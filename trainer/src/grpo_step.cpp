@@ -13,13 +13,16 @@ using json = nlohmann::json;
 
 namespace {
 
-// Sums each layer's tokens per expert over ranks; rank 0 emits expert_load and, above the
-// threshold, EXPERT_IMBALANCE. Returns [{layer, imbalance}] for the step event.
+// Sums each layer's tokens per expert over ranks (the first pipeline stage's); rank 0 emits
+// expert_load and, above the threshold, EXPERT_IMBALANCE. Returns [{layer, imbalance}] for the step
+// event.
 json expert_load_events(RunContext& ctx, std::int64_t s, std::vector<ExpertLoad> load) {
   const TrainerConfig& cfg = ctx.cfg;
   json layers = json::array();
   for (ExpertLoad& l : load) {
-    at::Tensor t = at::tensor(l.tokens_per_expert, at::kLong);
+    // Every stage of a pipeline routed the same tokens (the rollout's forward runs every layer):
+    // the first stage's count.
+    at::Tensor t = at::tensor(l.tokens_per_expert, at::kLong) * (ctx.par.first_stage() ? 1 : 0);
     (void)ctx.comm->allreduce_sum(t);  // same order on every rank; errors surface at the next one
     std::vector<std::int64_t> counts(t.data_ptr<std::int64_t>(),
                                      t.data_ptr<std::int64_t>() + t.numel());

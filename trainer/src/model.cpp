@@ -436,18 +436,31 @@ bool QwenModel::all_ranks(bool mine) const {
 ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& positions,
                                const at::Tensor& key_valid, const at::Tensor& valid,
                                KvCache* cache) {
+  return run_layers(tokens, positions, key_valid, valid, cache, at::Tensor(), 0, spec_.num_layers);
+}
+
+ModelOutput QwenModel::forward_stage(const at::Tensor& tokens, const at::Tensor& positions,
+                                     const at::Tensor& valid, const at::Tensor& input,
+                                     std::int64_t begin, std::int64_t end) {
+  return run_layers(tokens, positions, valid, valid, nullptr, input, begin, end);
+}
+
+ModelOutput QwenModel::run_layers(const at::Tensor& tokens, const at::Tensor& positions,
+                                  const at::Tensor& key_valid, const at::Tensor& valid,
+                                  KvCache* cache, const at::Tensor& input, std::int64_t begin,
+                                  std::int64_t end) {
   const std::int64_t t = tokens.size(1);
   const std::int64_t past = cache != nullptr ? cache->length : 0;
   const std::int64_t tk = past + t;
-  at::Tensor x = model_->embed_tokens->forward(tokens);
   // Under sequence parallelism the layers hold this rank's rows of the flattened sequence.
   const bool sp = tp_.sp();
   const SequenceSplit split = sequence_split(tokens.size(0), t, tp_);
-  at::Tensor layer_valid = valid;
-  if (sp) {
-    x = sp_reduce_scatter(x, split, tp_);
-    layer_valid = sp_valid(valid, split, tp_, x.device());
+  at::Tensor x = input;
+  if (begin == 0) {
+    x = model_->embed_tokens->forward(tokens);
+    if (sp) x = sp_reduce_scatter(x, split, tp_);
   }
+  const at::Tensor layer_valid = sp ? sp_valid(valid, split, tp_, x.device()) : valid;
 
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_.to(x.device());
   at::Tensor emb = at::cat({freqs, freqs}, -1);
@@ -463,10 +476,12 @@ ModelOutput QwenModel::forward(const at::Tensor& tokens, const at::Tensor& posit
           .unsqueeze(1);  // [B, 1, T, Tk]
 
   at::Tensor aux = at::zeros({}, x.options());
-  for (auto& layer : model_->layers) {
-    x = layer->forward(ops_, x, cos, sin, mask, layer_valid, cache, &aux, sp ? &split : nullptr);
+  for (std::int64_t i = begin; i < end; ++i) {
+    x = model_->layers[static_cast<std::size_t>(i)]->forward(ops_, x, cos, sin, mask, layer_valid,
+                                                             cache, &aux, sp ? &split : nullptr);
   }
   if (cache != nullptr) cache->length += t;
+  if (end < spec_.num_layers) return ModelOutput{x, aux};  // to the next pipeline stage
   at::Tensor hidden = model_->norm->forward(ops_, x);
   // The LM head and the loss see the whole sequence (their input gradient is whole already).
   if (sp) hidden = sp_gather_whole_grad(hidden, split, tp_);

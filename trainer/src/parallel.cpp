@@ -1,5 +1,6 @@
 #include "grpo/trainer/parallel.h"
 
+#include "grpo/core/layout.h"
 #include "grpo/core/rank_map.h"
 
 namespace grpo::trainer {
@@ -15,9 +16,50 @@ TensorShard ParallelState::tensor_shard() const {
   return tp ? TensorShard{coords.tp, dims.tp, tp.get(), sequence_parallel} : TensorShard{};
 }
 
-int ParallelState::owner_of_expert(std::int64_t e, std::int64_t experts) const {
+int ParallelState::owner_of_expert(std::int64_t e, std::int64_t experts, int stage) const {
   const std::int64_t per = experts / dims.ep;
-  return first_ep_members.at(static_cast<std::size_t>(e / per));
+  return stage_ep_members.at(static_cast<std::size_t>(stage)).at(static_cast<std::size_t>(e / per));
+}
+
+int ParallelState::stage_of(const std::string& name) const {
+  if (stages.size() <= 1) return 0;
+  const std::string layers = "model.layers.";
+  if (name.rfind(layers, 0) == 0) {
+    const std::int64_t layer = std::stoll(name.substr(layers.size()));
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      if (layer >= stages[k].first && layer < stages[k].second) return static_cast<int>(k);
+    }
+  }
+  if (name.rfind("model.embed_tokens.", 0) == 0) return 0;
+  return static_cast<int>(stages.size()) - 1;  // the final norm and the LM head
+}
+
+core::Result<std::vector<std::pair<std::int64_t, std::int64_t>>> pipeline_stages(
+    const TrainerConfig& cfg, std::int64_t num_layers) {
+  core::ModelSpec spec;
+  spec.num_layers = num_layers;
+  core::Layout layout;
+  layout.dims.pp = static_cast<int>(cfg.pipeline_model_parallel_size);
+  layout.first_stage_layers = static_cast<int>(cfg.first_pipeline_stage_layers);
+  layout.last_stage_layers = static_cast<int>(cfg.last_pipeline_stage_layers);
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  std::int64_t begin = 0;
+  bool ok = true;
+  for (int n : core::stage_layers(spec, layout)) {
+    ok = ok && n >= 1;
+    out.emplace_back(begin, begin + n);
+    begin += n;
+  }
+  if (!ok || begin != num_layers) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "PP=" + std::to_string(layout.dims.pp) + " with first/last stage layers " +
+                          std::to_string(layout.first_stage_layers) + "/" +
+                          std::to_string(layout.last_stage_layers) + " does not split the " +
+                          std::to_string(num_layers) +
+                          " layers (Megatron-Core's rule: the other stages share the rest evenly, "
+                          "at least one layer each)");
+  }
+  return out;
 }
 
 std::string ParallelState::describe() const {
@@ -39,8 +81,9 @@ core::ParallelDims dims_from_config(const TrainerConfig& cfg, int world_size) {
   return d;
 }
 
-core::Result<ParallelState> make_parallel_state(Communicator& world, const core::ParallelDims& dims,
-                                                int local_world_size, int local_rank) {
+core::Result<ParallelState> make_parallel_state(
+    Communicator& world, const core::ParallelDims& dims, int local_world_size, int local_rank,
+    std::vector<std::pair<std::int64_t, std::int64_t>> stages) {
   const int size = world.world_size();
   const int rank = world.rank();
   if (local_world_size < 1 || size % local_world_size != 0) {
@@ -67,24 +110,41 @@ core::Result<ParallelState> make_parallel_state(Communicator& world, const core:
   }
   st.ep_members = core::group_members(map, rank, core::GroupKind::kEp);
   st.edp_members = core::group_members(map, rank, core::GroupKind::kEdp);
-  st.first_ep_members = core::group_members(map, 0, core::GroupKind::kEp);
+  st.stages = stages.empty() ? std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}}
+                             : std::move(stages);
+  for (int pipeline_rank : core::group_members(map, 0, core::GroupKind::kPp)) {
+    st.stage_tp_members.push_back(core::group_members(map, pipeline_rank, core::GroupKind::kTp));
+    st.stage_ep_members.push_back(core::group_members(map, pipeline_rank, core::GroupKind::kEp));
+  }
   // Every member forms its groups in the same order: EP, then EDP.
   if (st.ep_members.size() > 1) {
     GRPO_TRY(st.ep, world.subgroup(st.ep_members, "ep" + std::to_string(st.ep_members.front())));
   }
-  if (st.edp_members.size() > 1 && (dims.ep > 1 || dims.tp > 1)) {
+  if (st.edp_members.size() > 1 && (dims.ep > 1 || dims.tp > 1 || dims.pp > 1)) {
     GRPO_TRY(st.edp,
              world.subgroup(st.edp_members, "edp" + std::to_string(st.edp_members.front())));
   }
-  // Then TP and, with TP, DP (without TP the data-parallel group is the world).
+  // Then TP; with TP or PP, DP (without either the data-parallel group is the world); then PP.
   st.tp_members = core::group_members(map, rank, core::GroupKind::kTp);
-  st.first_tp_members = core::group_members(map, 0, core::GroupKind::kTp);
   if (st.tp_members.size() > 1) {
     GRPO_TRY(st.tp, world.subgroup(st.tp_members, "tp" + std::to_string(st.tp_members.front())));
+  }
+  if (dims.tp > 1 || dims.pp > 1) {
     const std::vector<int> dp = core::group_members(map, rank, core::GroupKind::kDp);
     if (dp.size() > 1) {
       GRPO_TRY(st.dp, world.subgroup(dp, "dp" + std::to_string(dp.front())));
     }
+  }
+  if (dims.pp > 1) {
+    const std::vector<int> pp = core::group_members(map, rank, core::GroupKind::kPp);
+    GRPO_TRY(st.pp, world.subgroup(pp, "pp" + std::to_string(pp.front())));
+  }
+  if (dims.pp > 1 && dims.tp > 1) {
+    std::vector<int> stage;
+    for (std::size_t r = 0; r < map.ranks.size(); ++r) {
+      if (map.ranks[r].pp == st.coords.pp) stage.push_back(static_cast<int>(r));
+    }
+    GRPO_TRY(st.stage_ranks, world.subgroup(stage, "stage" + std::to_string(stage.front())));
   }
   return st;
 }

@@ -78,8 +78,9 @@ struct RunContext {
   // checkpoint write finish: fault tests see every earlier checkpoint on disk). May be empty.
   std::function<void()> before_fatal_fault;
 
-  // 1 on the rank that counts its data-parallel replica's tokens (TP rank 0), 0 on the others.
-  int counts_data() const { return par.coords.tp == 0 ? 1 : 0; }
+  // 1 on the rank that counts its data-parallel replica's tokens (TP rank 0 of the first
+  // pipeline stage), 0 on the others.
+  int counts_data() const { return par.coords.tp == 0 && par.coords.pp == 0 ? 1 : 0; }
   // Sets the phase and sends a heartbeat for it.
   void enter_phase(std::int64_t s, const std::string& name);
   // Fires the injected faults due at (s, name) on this rank (faults.h); `model` takes the

@@ -108,7 +108,17 @@ void TrainingRun::setup() {
   }
   state_.model =
       std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen, shard, ctx_.par.tensor_shard());
-  state_.optim = std::make_unique<AdamW>(state_.model->named_params());
+  // Under PP every rank keeps every layer (the rollout's weights, share_stage_weights) but trains
+  // and holds optimizer states for its stage's only.
+  NamedTensors trained;
+  for (auto& [name, p] : state_.model->named_params()) {
+    if (ctx_.par.stage_of(name) == ctx_.par.stage()) {
+      trained.emplace_back(name, p);
+    } else {
+      p.requires_grad_(false);
+    }
+  }
+  state_.optim = std::make_unique<AdamW>(std::move(trained));
   state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()));
 }
 
@@ -164,10 +174,15 @@ void TrainingRun::report_step(std::int64_t s, bool sft, const StepMetrics& m) {
 void TrainingRun::emit_layout() {
   const TrainerConfig& cfg = ctx_.cfg;
   const core::ParallelDims& d = ctx_.par.dims;
-  // What this rank holds, in bytes: the planner's per-device memory items (bench/layouts).
+  // What this rank trains, in bytes: the planner's per-device memory items (bench/layouts). Under
+  // PP the other stages' layers are the rollout's weights (rollout_param_bytes).
   std::int64_t param_bytes = 0;
-  for (const auto& [name, p] : state_.model->named_params()) {
+  std::int64_t all_param_bytes = 0;
+  for (const auto& [name, p] : state_.optim->params()) {
     param_bytes += static_cast<std::int64_t>(p.nbytes());
+  }
+  for (const auto& [name, p] : state_.model->named_params()) {
+    all_param_bytes += static_cast<std::int64_t>(p.nbytes());
   }
   std::int64_t optimizer_bytes = 0;
   for (const auto& [name, t] : state_.optim->state()) {
@@ -182,15 +197,26 @@ void TrainingRun::emit_layout() {
                      {"param_bytes", param_bytes},
                      {"grad_bytes", param_bytes},
                      {"optimizer_bytes", optimizer_bytes}});
+  if (d.pp > 1) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& [first, end] : ctx_.par.stages) stages.push_back({first, end});
+    fields["stage"] = ctx_.par.stage();
+    fields["stage_layers"] = stages;
+    fields["schedule"] = "1f1b";
+    fields["rollout_param_bytes"] = all_param_bytes;
+  }
   ctx_.tel.emit("layout", fields);
 }
 
 int TrainingRun::run() {
   const TrainerConfig& cfg = ctx_.cfg;
   const bootstrap::WorldInfo& world = boot_->world();
-  auto par = make_parallel_state(*ctx_.comm, dims_from_config(cfg, ctx_.world),
-                                 world.world_size > 1 ? world.local_world_size : 1,
-                                 world.world_size > 1 ? world.local_rank : 0);
+  auto stages = pipeline_stages(cfg, ctx_.spec.num_layers);
+  if (!stages.ok()) return fail(stages.error());
+  auto par =
+      make_parallel_state(*ctx_.comm, dims_from_config(cfg, ctx_.world),
+                          world.world_size > 1 ? world.local_world_size : 1,
+                          world.world_size > 1 ? world.local_rank : 0, std::move(stages).value());
   if (!par.ok()) return fail(par.error());
   ctx_.par = std::move(par).value();
   ctx_.par.sequence_parallel = cfg.sequence_parallel && ctx_.par.dims.tp > 1;

@@ -29,10 +29,13 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   }
   tensors.edp = ctx.par.edp.get();
   tensors.ep = ctx.par.ep.get();
+  tensors.pp = ctx.par.pp.get();
+  tensors.rows = ctx.par.stage_ranks.get();
+  // The optimizer's parameters are this rank's stage's (every parameter without PP).
   GRPO_TRY(double norm,
-           reduce_and_clip_gradients(st.model->named_params(), *ctx.comm, bucket, cfg.grad_clip,
+           reduce_and_clip_gradients(st.optim->params(), *ctx.comm, bucket, cfg.grad_clip,
                                      st.model->expert_parallel() ? &groups : nullptr,
-                                     tp.active() ? &tensors : nullptr));
+                                     tp.active() || tensors.pp ? &tensors : nullptr));
   acc.add("grad_norm", norm);
   if (!std::isfinite(norm)) {
     // As verl: skip the update when the gradient is not finite (same decision on every rank,
@@ -83,28 +86,49 @@ core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetri
                                             resp_valid.narrow(1, 0, longest));
 
   MeanAccumulator acc;
-  const std::int64_t micro = cfg.ppo_micro_batch_size_per_gpu;
+  const std::int64_t micro_size = cfg.ppo_micro_batch_size_per_gpu;
   const std::int64_t total_tokens = batch.response_valid.sum().item<std::int64_t>();
   std::int64_t train_rows = 0;  // token rows through forward and backward, padding included
-  std::int64_t peak_bytes = 0;  // trainer.measure_activation_memory
-  for (std::int64_t b = 0; b < rows; b += micro) {
-    const std::int64_t e = std::min(rows, b + micro);
-    std::optional<AllocationPeak> peak;
-    if (cfg.measure_activation_memory) peak.emplace();
-    SequenceBatch mb = batch.slice(b, e);
-    train_rows += mb.tokens.numel();
-    ResponseStates rs = response_states(model, mb);
-    at::Tensor lp = model.token_logprobs(rs.hidden, rs.tokens, 1.0, false).logprobs;
-    // Token-mean over the rank's whole batch: each micro batch weighs by its token share.
-    const double share = static_cast<double>(lp.numel()) / static_cast<double>(total_tokens);
-    at::Tensor loss = -lp.mean() + cfg.moe_aux_loss_coef * rs.aux_loss;
-    (loss * share).backward();
-    if (peak) peak_bytes = std::max(peak_bytes, peak->peak());
-    acc.add("sft_loss", -lp.mean().item<double>(), static_cast<double>(lp.numel()));
-    if (ctx.spec.is_moe()) acc.add("aux_loss", rs.aux_loss.item<double>());
+  std::vector<MicroBatch> micro;
+  for (std::int64_t b = 0; b < rows; b += micro_size) {
+    micro.push_back({b, std::min(rows, b + micro_size)});
+    train_rows += (micro.back().end - b) * batch.tokens.size(1);
+  }
+  // Per micro batch: the SFT loss and its token count (the last stage's), the aux loss (each
+  // stage its layers'), summed over the pipeline below.
+  at::Tensor metrics = at::zeros({static_cast<std::int64_t>(micro.size()), 3}, at::kDouble);
+  const bool moe = ctx.spec.is_moe();
+  auto after = [&](std::size_t i, const ModelOutput& out, const SequenceBatch& mb) -> at::Tensor {
+    const auto row = static_cast<std::int64_t>(i);
     ctx.tel.maybe_heartbeat(s, "sft");
+    // Token-mean over the rank's whole batch: each micro batch weighs by its token share.
+    const std::int64_t n = mb.response_valid.sum().item<std::int64_t>();
+    const double share = static_cast<double>(n) / static_cast<double>(total_tokens);
+    at::Tensor aux_term;
+    if (moe) {
+      metrics[row][2] = out.aux_loss.item<double>();
+      aux_term = out.aux_loss * (cfg.moe_aux_loss_coef * share);
+    }
+    if (!ctx.par.last_stage()) return aux_term;
+    ResponseStates rs = response_states(out, mb);
+    at::Tensor lp = model.token_logprobs(rs.hidden, rs.tokens, 1.0, false).logprobs;
+    metrics[row][0] = -lp.mean().item<double>();
+    metrics[row][1] = static_cast<double>(lp.numel());
+    at::Tensor loss = -lp.mean() * share;
+    return aux_term.defined() ? loss + aux_term : loss;
+  };
+  std::optional<AllocationPeak> peak;  // trainer.measure_activation_memory
+  if (cfg.measure_activation_memory) peak.emplace();
+  GRPO_TRY_STATUS(train_micro_batches(ctx, model, batch, micro, after));
+  const std::int64_t peak_bytes = peak ? peak->peak() : 0;
+  GRPO_TRY_STATUS(pipeline_sum(ctx, metrics));
+  for (std::int64_t i = 0; i < metrics.size(0); ++i) {
+    acc.add("sft_loss", metrics[i][0].item<double>(), metrics[i][1].item<double>());
+    if (moe) acc.add("aux_loss", metrics[i][2].item<double>());
   }
   GRPO_TRY_STATUS(optimizer_step(ctx, st, cfg.sft_lr, acc));
+  GRPO_TRY(const double reshard_s, share_stage_weights(ctx, st));
+  if (ctx.par.pp) acc.add("reshard_s", reshard_s);
   GRPO_TRY(auto means, acc.reduce(*ctx.comm));
   for (const auto& [k, v] : means) m.fields[k] = v;
   // One rank per TP group counts its replica's tokens.

@@ -7,10 +7,13 @@
 //                                    ref_logprob)
 //     update     grpo_update.cpp     PPO epochs x mini batches x micro batches (phase update)
 //   validation   validation.cpp    mean reward on the validation split
+//   micro_batches.cpp: the forward and backward passes of an update through this rank's pipeline
+//   stage (1F1B, pipeline.h), and the stages' weights shared for the rollout after an update
 // Every phase issues its collectives in the same order on every rank.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "grpo/core/result.h"
@@ -25,6 +28,34 @@ namespace grpo::trainer {
 // Averages the gradients over the ranks, clips them and takes an AdamW step at `lr` (after the
 // linear warm-up); skips the update when the norm is not finite. Adds grad_norm and lr to acc.
 core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccumulator& acc);
+
+// Rows [begin, end) of a batch: one micro batch of an update.
+struct MicroBatch {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+// What a stage back-propagates from after micro batch i's forward through its layers (`out`;
+// the final hidden on the last stage), besides the gradient the next stage sends back: the
+// weighted loss on the last stage, the stage's own weighted terms (the MoE aux loss) elsewhere;
+// undefined: none. `mb` is the micro batch.
+using AfterForward =
+    std::function<at::Tensor(std::size_t i, const ModelOutput& out, const SequenceBatch& mb)>;
+
+// Forward and backward of the micro batches of `batch` through this rank's pipeline stage (every
+// layer without PP), in 1F1B order; gradients accumulate in the stage's parameters.
+core::Status train_micro_batches(RunContext& ctx, QwenModel& model, const SequenceBatch& batch,
+                                 const std::vector<MicroBatch>& micro, const AfterForward& after);
+
+// In place: the sum of `t` over this rank's pipeline (the identity without PP). Each stage fills
+// what it computed (the last stage the losses, every stage its layers' aux loss).
+core::Status pipeline_sum(RunContext& ctx, at::Tensor& t);
+
+// After an update under PP: each stage's trained parameters reach the other stages of its
+// pipeline (each rank keeps every layer for the rollout, validation and checkpoints: the
+// resharding from the training layout to the rollout's, PP = 1). Returns the seconds it took
+// (0 without PP).
+core::Result<double> share_stage_weights(RunContext& ctx, TrainState& st);
 
 // One SFT step on data.sft_batch_size examples: fills sft_loss (and aux_loss), tokens, update_s.
 core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetrics& m);

@@ -172,6 +172,9 @@ int run_trainer(const TrainerOptions& options) {
         !why.empty()) {
       return config_error(make_error(ErrorKind::kInvalidValue, why));
     }
+    if (auto stages = pipeline_stages(cfg, spec->num_layers); !stages.ok()) {
+      return config_error(stages.error());
+    }
     // The data: the built-in task, or the dataset read with the model directory's tokenizer.
     auto data = make_task_data(cfg);
     if (!data.ok()) return config_error(data.error());

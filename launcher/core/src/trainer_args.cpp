@@ -56,11 +56,17 @@ struct LayoutKey {
   std::string (*value)(const Layout&);
 };
 
-constexpr std::array<LayoutKey, 7> kLayoutKeys = {{
+constexpr std::array<LayoutKey, 9> kLayoutKeys = {{
     {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "tp",
      [](const Layout& l) { return number(l.dims.tp); }},
     {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "pp",
      [](const Layout& l) { return number(l.dims.pp); }},
+    {"actor_rollout_ref.actor.megatron.override_transformer_config."
+     "num_layers_in_first_pipeline_stage",
+     "first_stage_layers", [](const Layout& l) { return number(l.first_stage_layers); }},
+    {"actor_rollout_ref.actor.megatron.override_transformer_config."
+     "num_layers_in_last_pipeline_stage",
+     "last_stage_layers", [](const Layout& l) { return number(l.last_stage_layers); }},
     {"actor_rollout_ref.actor.megatron.context_parallel_size", "cp",
      [](const Layout& l) { return number(l.dims.cp); }},
     {"actor_rollout_ref.actor.megatron.expert_model_parallel_size", "ep",
@@ -78,6 +84,10 @@ constexpr std::array<LayoutKey, 7> kLayoutKeys = {{
 std::vector<std::string> trainer_layout_settings(const Layout& layout) {
   std::vector<std::string> out;
   for (const LayoutKey& k : kLayoutKeys) {
+    // The stage split means something only with PP > 1.
+    const bool stage_split =
+        k.trainer_key.find(".override_transformer_config.") != std::string_view::npos;
+    if (stage_split && layout.dims.pp <= 1) continue;
     out.push_back(std::string(k.trainer_key) + "=" + k.value(layout));
   }
   return out;
@@ -90,13 +100,19 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
     if (v > 1)
       missing += (missing.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(v);
   };
-  need(d.pp, "PP");
   need(d.cp, "CP");
   need(d.etp, "ETP");
   if (!missing.empty()) {
-    return "the embedded trainer runs data, tensor and expert parallelism only; this layout "
-           "needs " +
+    return "the embedded trainer runs data, tensor, pipeline and expert parallelism only; this "
+           "layout needs " +
            missing + " (set them to 1, or run your own trainer with --trainer-cmd)";
+  }
+  if (d.pp > 1 && model.tied_embeddings) {
+    // Megatron-Core keeps a copy of the embedding on the last stage and sums the two gradients
+    // over an embedding group; the embedded trainer does not build that group.
+    return "PP=" + std::to_string(d.pp) + " with " + model.name +
+           "'s tied embeddings is not built (the first and last stages would share the "
+           "embedding); use PP=1";
   }
   if (d.tp > 1) {
     const std::string tp = "TP=" + std::to_string(d.tp);

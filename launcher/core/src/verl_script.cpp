@@ -22,6 +22,8 @@ std::string boolean(bool v) {
 void layout_settings(const Layout& l, const std::string& prefix, std::vector<VerlOverride>& out) {
   for (const std::string& kv : trainer_layout_settings(l)) {
     const auto eq = kv.find('=');
+    // The stage split goes into override_transformer_config by `++` (below).
+    if (kv.find(".override_transformer_config.") != std::string::npos) continue;
     if (kv.rfind(prefix, 0) == 0 && eq != std::string::npos)
       out.push_back({"", kv.substr(0, eq), kv.substr(eq + 1)});
   }

@@ -16,6 +16,14 @@
 
 namespace grpo::trainer {
 
+// One point-to-point transfer of a batch (Communicator::exchange): send `tensor` to `peer`, or
+// receive into it from `peer` (ranks of the communicator's group).
+struct P2pOp {
+  bool send = true;
+  at::Tensor tensor;  // contiguous; the receiver's has the sender's shape and dtype
+  int peer = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -44,6 +52,11 @@ class Communicator {
   virtual core::Status alltoall(const at::Tensor& in, at::Tensor& out,
                                 const std::vector<std::int64_t>& send_counts,
                                 const std::vector<std::int64_t>& recv_counts) = 0;
+  // Point-to-point, not collective: posts every transfer of `ops` at once and waits for all of
+  // them (torch's batch_isend_irecv; pipeline stages exchange activations and gradients so,
+  // and no order of sends and receives between two stages can deadlock). The peer of each send
+  // posts the matching receive in its own exchange, in the same order.
+  virtual core::Status exchange(const std::vector<P2pOp>& ops) = 0;
   // A communicator over `members` (global ranks of this world, ascending, this rank among them).
   // Only the members call it, once per group, with a `name` unique among the world's groups; its
   // rank() is this rank's index in `members`. Errors: kUnavailable.
@@ -59,10 +72,11 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // waiting for the slowest rank, so step_s - comm_s tells a straggler apart.
 // It also counts the payload bytes this rank hands to each kind of collective, by group kind
 // (`world`, or a subgroup's name without its digits: `tp`, `dp`, `ep`, `edp`) and operation
-// (`allreduce`, `broadcast`, `allgather`, `reduce_scatter`, `alltoall`): "tp.allreduce" -> bytes.
+// (`allreduce`, `broadcast`, `allgather`, `reduce_scatter`, `alltoall`, `send`):
+// "tp.allreduce" -> bytes.
 // The payload is the tensor a rank passes (all-gather: its own part; reduce-scatter: the whole
 // input; all-to-all: every row it sends, its own included), not the wire traffic of the
-// algorithm.
+// algorithm; point-to-point: the tensors it sends.
 struct CommTotals {
   double seconds = 0;
   std::map<std::string, std::int64_t> bytes;
@@ -81,7 +95,8 @@ class TimedCommunicator final : public Communicator {
         broadcast_bytes_(&totals_->bytes[kind_ + ".broadcast"]),
         allgather_bytes_(&totals_->bytes[kind_ + ".allgather"]),
         reduce_scatter_bytes_(&totals_->bytes[kind_ + ".reduce_scatter"]),
-        alltoall_bytes_(&totals_->bytes[kind_ + ".alltoall"]) {}
+        alltoall_bytes_(&totals_->bytes[kind_ + ".alltoall"]),
+        send_bytes_(&totals_->bytes[kind_ + ".send"]) {}
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   std::string backend() const override { return inner_->backend(); }
@@ -94,6 +109,7 @@ class TimedCommunicator final : public Communicator {
   core::Status alltoall(const at::Tensor& in, at::Tensor& out,
                         const std::vector<std::int64_t>& send_counts,
                         const std::vector<std::int64_t>& recv_counts) override;
+  core::Status exchange(const std::vector<P2pOp>& ops) override;
   core::Result<std::unique_ptr<Communicator>> subgroup(const std::vector<int>& members,
                                                        const std::string& name) override;
   double seconds() const { return totals_->seconds; }  // inside collectives so far
@@ -114,6 +130,7 @@ class TimedCommunicator final : public Communicator {
   std::int64_t* allgather_bytes_;
   std::int64_t* reduce_scatter_bytes_;
   std::int64_t* alltoall_bytes_;
+  std::int64_t* send_bytes_;
 };
 
 struct CommOptions {

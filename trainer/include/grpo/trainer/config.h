@@ -72,6 +72,9 @@ struct TrainerConfig {
   // actor_rollout_ref.actor.megatron: the plan's layout (docs/parallelism.md); DP is the rest
   std::int64_t tensor_model_parallel_size = 1;
   std::int64_t pipeline_model_parallel_size = 1;
+  // Megatron-Core's uneven pipeline split (0: the even split; core::stage_layers).
+  std::int64_t first_pipeline_stage_layers = 0;
+  std::int64_t last_pipeline_stage_layers = 0;
   std::int64_t context_parallel_size = 1;
   std::int64_t expert_model_parallel_size = 1;
   std::int64_t expert_tensor_parallel_size = 1;

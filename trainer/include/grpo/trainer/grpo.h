@@ -45,6 +45,8 @@ struct ResponseStates {
   at::Tensor index;     // [N] int64: flat index into [B, R] of each valid token
 };
 ResponseStates response_states(QwenModel& model, const SequenceBatch& batch);
+// The same from a forward's output (the last pipeline stage's).
+ResponseStates response_states(const ModelOutput& out, const SequenceBatch& batch);
 
 // Per-token log-probs [B, R] (0 at invalid slots) under `model`, in micro batches, no grad.
 // `after_micro` (if set) is called with the rows done after every micro batch: the caller's
@@ -96,10 +98,13 @@ struct ExpertGroups {
 // `replicas`), the TP group (the sliced parameters' squares are summed over it in the norm) and
 // which parameters are sliced (the others are replicated with identical gradients). Under
 // sequence parallelism (sequence_partial set) the replicated parameters it names saw only this
-// rank's rows: they are summed over the whole world (TP x DP) instead, divided by `replicas`.
+// rank's rows: they are summed over the stage's ranks (TP x DP: `rows`, or the whole world when
+// null), divided by `replicas`.
 // With an MoE model the experts (whole on each rank, ETP = 1) are summed over `edp` (the ranks
 // holding the same experts, null when none) and divided by `replicas`; their squares are summed
-// over `ep` (null without EP: every rank then holds every expert) in the norm.
+// over `ep` (null without EP: every rank then holds every expert) in the norm. Under pipeline
+// parallelism (also without TP) the parameters are this rank's stage's and the squares are
+// summed over the pipeline `pp` too.
 struct TensorGroups {
   Communicator* dp = nullptr;
   Communicator* tp = nullptr;
@@ -108,11 +113,19 @@ struct TensorGroups {
   std::function<bool(const std::string&)> sequence_partial;  // empty without SP
   Communicator* edp = nullptr;
   Communicator* ep = nullptr;
+  Communicator* pp = nullptr;
+  Communicator* rows = nullptr;  // the ranks of this pipeline stage; null: the world
 };
 
 // Whether a parameter (or optimizer state) name is one of an MoE layer's experts
 // ("....mlp.experts.5.up_proj.weight"); returns the expert's index, or -1.
 std::int64_t expert_index(const std::string& name);
+
+// Flattens `tensors` in order into buckets of about bucket_bytes (a larger tensor alone), calls
+// `f` on each bucket and copies the bucket back into its tensors (a collective on the bucket:
+// one call instead of one per tensor). Stops at f's first error.
+core::Status in_buckets(const std::vector<at::Tensor>& tensors, std::int64_t bucket_bytes,
+                        const std::function<core::Status(at::Tensor&)>& f);
 
 // Averages every parameter's gradient over the ranks (flattened into buckets of about
 // bucket_bytes), then clips the global norm to max_norm. Returns the norm before clipping.

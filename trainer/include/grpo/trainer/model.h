@@ -180,6 +180,15 @@ class QwenModel : public torch::nn::Module {
   ModelOutput forward(const at::Tensor& tokens, const at::Tensor& positions,
                       const at::Tensor& key_valid, const at::Tensor& valid, KvCache* cache);
 
+  // Pipeline parallelism (training, no cache): decoder layers [begin, end) only. The first stage
+  // (begin == 0) embeds `tokens`; the others start from `input`, the previous stage's output.
+  // The last stage (end == num_layers) returns the final hidden as forward() does, the others
+  // their output for the next stage (under sequence parallelism this rank's rows, [rows, H];
+  // else [B, T, H]). aux_loss: this stage's layers' only.
+  ModelOutput forward_stage(const at::Tensor& tokens, const at::Tensor& positions,
+                            const at::Tensor& valid, const at::Tensor& input, std::int64_t begin,
+                            std::int64_t end);
+
   // hidden [..., H] -> logits [..., V] (fp32), gathered over TP (for sampling; no gradient).
   at::Tensor logits(const at::Tensor& hidden) const;
   // The log-probs of `tokens` [N] after `hidden` [N, H] (the kernels' token_logprobs; with TP
@@ -215,6 +224,9 @@ class QwenModel : public torch::nn::Module {
   const kernels::Ops& ops() const { return ops_; }
 
  private:
+  ModelOutput run_layers(const at::Tensor& tokens, const at::Tensor& positions,
+                         const at::Tensor& key_valid, const at::Tensor& valid, KvCache* cache,
+                         const at::Tensor& input, std::int64_t begin, std::int64_t end);
   core::ModelSpec spec_;
   const kernels::Ops& ops_;
   ExpertShard shard_;

@@ -1,7 +1,7 @@
 // The layout a rank runs: its coordinates in the plan's rank map (core::build_rank_map, the same
 // code the planner uses, Megatron-Core's rank order) and the process groups built from them.
-// The embedded trainer runs data, tensor and expert parallelism (core::embedded_trainer_unsupported
-// says what else it refuses).
+// The embedded trainer runs data, tensor, pipeline and expert parallelism
+// (core::embedded_trainer_unsupported says what else it refuses).
 #pragma once
 
 #include <cstdint>
@@ -23,14 +23,25 @@ struct ParallelState {
   core::RankCoords coords;
   std::vector<int> ep_members;        // global ranks of this rank's EP group
   std::vector<int> edp_members;       // global ranks holding the same experts
-  std::vector<int> first_ep_members;  // rank 0's EP group: where a checkpoint's experts come from
   std::unique_ptr<Communicator> ep;   // null when EP = 1
   std::unique_ptr<Communicator> edp;  // null when this rank's experts have no replica
   std::vector<int> tp_members;        // global ranks of this rank's TP group
-  std::vector<int> first_tp_members;  // rank 0's TP group: where a checkpoint's slices come from
   std::unique_ptr<Communicator> tp;   // null when TP = 1
-  std::unique_ptr<Communicator> dp;   // the ranks holding the same slices; null unless TP > 1
-  bool sequence_parallel = false;     // the plan's sequence_parallel (with TP > 1)
+  // The ranks holding the same slices of the same stage; null unless TP > 1 or PP > 1 (the world
+  // is the data-parallel group then).
+  std::unique_ptr<Communicator> dp;
+  bool sequence_parallel = false;  // the plan's sequence_parallel (with TP > 1)
+  // Pipeline parallelism: this rank's pipeline (its rank in the group is its stage), null when
+  // PP = 1, and the decoder layers [first, second) each stage trains.
+  std::unique_ptr<Communicator> pp;
+  // The ranks of this rank's stage (TP x DP), where sequence parallelism's replicated parameters
+  // sum their gradients; null unless PP > 1 and TP > 1 (the world then).
+  std::unique_ptr<Communicator> stage_ranks;
+  std::vector<std::pair<std::int64_t, std::int64_t>> stages;
+  // Where a checkpoint's tensors of stage k come from: the TP and EP groups of rank 0's pipeline
+  // member at stage k ([0] is rank 0's own).
+  std::vector<std::vector<int>> stage_tp_members;
+  std::vector<std::vector<int>> stage_ep_members;
 
   int ep_size() const { return dims.ep; }
   // This rank's tensor shard (TP rank, size, group); the default without TP.
@@ -41,8 +52,14 @@ struct ParallelState {
   int data_ranks() const { return dims.dp; }
   // This rank's experts [first, second) of a model with `experts` experts.
   std::pair<std::int64_t, std::int64_t> local_experts(std::int64_t experts) const;
-  // The global rank in rank 0's EP group that holds expert `e`.
-  int owner_of_expert(std::int64_t e, std::int64_t experts) const;
+  // The global rank in stage `stage`'s EP group (stage_ep_members) that holds expert `e`.
+  int owner_of_expert(std::int64_t e, std::int64_t experts, int stage) const;
+  int stage() const { return coords.pp; }
+  bool first_stage() const { return coords.pp == 0; }
+  bool last_stage() const { return coords.pp == dims.pp - 1; }
+  // The stage that trains parameter `name` (Hugging Face's names): the embedding the first, the
+  // final norm and the LM head the last, a decoder layer's the stage holding the layer.
+  int stage_of(const std::string& name) const;
   // One line: "TP=1 PP=1 CP=1 DP=2 EP=2 ETP=1 EDP=1".
   std::string describe() const;
 };
@@ -51,12 +68,20 @@ struct ParallelState {
 // remains). Assumes validate_for_world passed.
 core::ParallelDims dims_from_config(const TrainerConfig& cfg, int world_size);
 
+// The decoder layers [first, second) of each of the `pp` stages of a `num_layers`-layer model,
+// split as the planner splits them (core::stage_layers: even, or the configured first/last stage
+// counts). Errors: kInvalidValue when that split leaves a stage without layers or does not add up.
+core::Result<std::vector<std::pair<std::int64_t, std::int64_t>>> pipeline_stages(
+    const TrainerConfig& cfg, std::int64_t num_layers);
+
 // Builds the rank map for `world_size` ranks placed `local_world_size` per node, checks that this
-// process's identity (global `rank`, `local_rank`) is the map's, and forms the EP and EDP groups
+// process's identity (global `rank`, `local_rank`) is the map's, and forms the EP, EDP, TP, DP and
+// PP groups
 // over `world` (collective among each group's members; EDP also with TP > 1 and EP = 1, where
 // sequence parallelism gives every rank its own tokens for the experts). Errors: kInvalidValue
 // (identity or placement mismatch), kUnavailable (a group failed to form).
-core::Result<ParallelState> make_parallel_state(Communicator& world, const core::ParallelDims& dims,
-                                                int local_world_size, int local_rank);
+core::Result<ParallelState> make_parallel_state(
+    Communicator& world, const core::ParallelDims& dims, int local_world_size, int local_rank,
+    std::vector<std::pair<std::int64_t, std::int64_t>> stages = {});
 
 }  // namespace grpo::trainer

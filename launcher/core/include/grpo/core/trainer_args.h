@@ -53,15 +53,17 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 // dense FFN width and vocabulary split Megatron's way: TP must divide the heads, the K/V heads,
 // the FFN width of dense layers and the vocabulary; K/V replication is not built), with or
 // without sequence parallelism, and TP with EP for MoE models (with sequence parallelism, as
-// Megatron-Core requires; experts whole on each rank, ETP = 1); pipeline, context and
-// expert-tensor parallelism are not built yet.
+// Megatron-Core requires; experts whole on each rank, ETP = 1) and pipeline parallelism (1F1B,
+// even or uneven stages; not with tied embeddings); context and expert-tensor parallelism are
+// not built yet.
 std::string embedded_trainer_unsupported(const ParallelDims& dims, bool sequence_parallel,
                                          const ModelSpec& model);
 
 // What the planner searches when the embedded trainer will run the plan: PP, CP and ETP are
-// fixed at 1 unless the user fixed them (sequence parallelism is the planner's choice: on with
-// TP > 1) (a user's layout choice
-// stays, and embedded_trainer_unsupported then says why it cannot run). With `as_it_runs`, also the
+// fixed at 1 unless the user fixed them (the embedded trainer's pipeline stages each keep every
+// layer for the rollout, so PP saves no weight memory there: a user asks for it with --set pp=N).
+// Sequence parallelism is the planner's choice (on with TP > 1). A user's layout choice stays,
+// and embedded_trainer_unsupported then says why it cannot run. With `as_it_runs`, also the
 // distributed optimizer, offload and recompute off (the trainer has none of them), so the memory
 // estimate is the memory that runs; a plan that does not fit that way is made without it.
 void limit_to_embedded_trainer(LayoutConstraints& constraints, bool as_it_runs);
