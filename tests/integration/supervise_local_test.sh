@@ -20,9 +20,12 @@
 #         supervisor  the supervisor itself killed (-9) at step 5; `supervise` continues the run
 #         sigint      Ctrl-C: checkpoint and exit 130; `supervise` continues the run
 #         layout      the plan's layout runs: EP=4 on 4 ranks trains to the end and `status` names
-#                     it; a PP=2 plan is refused before anything starts (the trainer lacks PP)
+#                     it; a CP=2 plan is refused before anything starts (the trainer lacks CP)
 #         moe_tp_ep   TP=2 x EP=2 of tiny-moe on 4 ranks (sequence parallelism on, as the planner
 #                     picks with TP > 1) trains to the end; `status` and the layout event name it
+#         moe_pp      TP=2 x PP=2 x EP=2 of tiny-moe on 4 ranks, uneven stages (1 + 3 layers, the
+#                     planner's first_stage_layers): the same, and activations travel between the
+#                     stages
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/supervise_lib.sh
@@ -72,12 +75,12 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     [[ "$got" == "TP=1 PP=1 CP=1 DP=4 EP=4 ETP=1" ]] || fail "status layout '$got'"
     grep -q '"type":"layout"' "$run/events.jsonl" || fail "no layout event"
     code=0
-    "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/pp2" --set pp=2 \
+    "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/cp2" --set cp=2 \
       >"$TEST_TMP/out2" 2>"$TEST_TMP/err2" || code=$?
-    [[ $code == 2 ]] || fail "PP=2: exit $code, want 2"
-    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor and expert parallelism only; this layout needs PP=2" "$TEST_TMP/err2" ||
-      fail "PP=2: $(cat "$TEST_TMP/err2")"
-    [[ ! -e "$TEST_TMP/pp2" ]] || fail "PP=2: a run directory was created"
+    [[ $code == 2 ]] || fail "CP=2: exit $code, want 2"
+    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor, pipeline and expert parallelism only; this layout needs CP=2" "$TEST_TMP/err2" ||
+      fail "CP=2: $(cat "$TEST_TMP/err2")"
+    [[ ! -e "$TEST_TMP/cp2" ]] || fail "CP=2: a run directory was created"
     ;;
   moe_tp_ep)
     "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=2 --set ep=2 >"$TEST_TMP/out" \
@@ -94,6 +97,29 @@ for e in lay:
     assert (e["tp"], e["ep"], e["dp"], e["edp"], e["sequence_parallel"]) == (2, 2, 2, 2, True), e
 assert e["experts_per_rank"] == 4, e
 print("layout", {k: lay[0][k] for k in ("tp", "ep", "dp", "edp", "sequence_parallel")})
+PY
+    ;;
+  moe_pp)
+    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=2 --set ep=2 --set pp=2 \
+      --set first_stage_layers=1 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
+      { show; fail "TP=2 x PP=2 x EP=2 run failed"; }
+    "${check[@]}" "$run" --summary || fail "TP=2 x PP=2 x EP=2 run"
+    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    [[ "$got" == "TP=2 PP=2 CP=1 DP=1 EP=2 ETP=1" ]] || fail "status layout '$got'"
+    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+lay = [e for e in ev if e.get("type") == "layout"]
+assert len(lay) == 4, lay
+for e in lay:
+    assert (e["tp"], e["pp"], e["ep"], e["dp"], e["schedule"]) == (2, 2, 2, 1, "1f1b"), e
+    assert e["stage_layers"] == [[0, 1], [1, 4]], e
+# Megatron's rank order: ranks 0-1 are the first stage, 2-3 the last.
+assert sorted((e["rank"], e["stage"]) for e in lay) == [(0, 0), (1, 0), (2, 1), (3, 1)], lay
+steps = [e for e in ev if e.get("type") == "step"]
+assert steps and all(s["comm_bytes"].get("pp.send", 0) > 0 for s in steps), steps[-1]
+print("layout", {k: lay[0][k] for k in ("tp", "pp", "ep", "dp", "stage_layers")},
+      "pp.send", steps[-1]["comm_bytes"]["pp.send"])
 PY
     ;;
   kill9)
