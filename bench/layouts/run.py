@@ -50,12 +50,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 LAUNCH = os.path.join(BUILD, "bin", "grpo-launch")
 TRAINER = os.path.join(BUILD, "bin", "grpo-trainer")
-# (model, ranks, TP, EP, SP)
-CASES = [("tiny-moe", 2, 1, 1, False), ("tiny-moe", 2, 1, 2, False), ("tiny-moe", 4, 1, 1, False),
-         ("tiny-moe", 4, 1, 2, False), ("tiny-moe", 4, 1, 4, False), ("tiny-moe", 2, 2, 1, True),
-         ("tiny-moe", 4, 2, 2, True), ("tiny-moe", 4, 2, 4, True), ("tiny-dense", 2, 1, 1, False),
-         ("tiny-dense", 2, 2, 1, False), ("tiny-dense", 2, 2, 1, True),
-         ("tiny-dense", 4, 2, 1, False)]
+# (model, ranks, TP, EP, SP, PP)
+CASES = [("tiny-moe", 2, 1, 1, False, 1), ("tiny-moe", 2, 1, 2, False, 1),
+         ("tiny-moe", 4, 1, 1, False, 1), ("tiny-moe", 4, 1, 2, False, 1),
+         ("tiny-moe", 4, 1, 4, False, 1), ("tiny-moe", 2, 2, 1, True, 1),
+         ("tiny-moe", 4, 2, 2, True, 1), ("tiny-moe", 4, 2, 4, True, 1),
+         ("tiny-dense", 2, 1, 1, False, 1), ("tiny-dense", 2, 2, 1, False, 1),
+         ("tiny-dense", 2, 2, 1, True, 1), ("tiny-dense", 4, 2, 1, False, 1),
+         ("tiny-dense", 2, 1, 1, False, 2), ("tiny-dense", 4, 1, 1, False, 2),
+         ("tiny-moe", 4, 1, 2, False, 2)]
 GIB = 1 << 30
 METRIC_BYTES = 128  # the step's metrics all-reduced over the world: at most 16 doubles
 
@@ -64,10 +67,12 @@ def flag(sp):
     return "true" if sp else "false"
 
 
-def planner(model, world, tp, ep, sp):
+def planner(model, world, tp, ep, sp, pp):
+    dp = world // (tp * pp)
     out = subprocess.run(
         [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--set", f"gpus_per_node={world}",
-         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", "etp=1", "--set", f"dp={world // tp}",
+         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", "etp=1", "--set", f"dp={dp}",
+         "--set", f"pp={pp}",
          "--set",
          f"sequence_parallel={flag(sp)}", "--set", "distributed_optimizer=false", "--format",
          "json"],
@@ -81,18 +86,23 @@ def planner(model, world, tp, ep, sp):
     optimizer_steps = w["train_batch_size"] / w["ppo_mini_batch_size"] * w["ppo_epochs"]
     want["grad_reduce_bytes"] = round(plan["cost"]["comm_bytes"]["dp"] / optimizer_steps)
     rows = (w["train_batch_size"] * w["rollout_n"] *
-            (w["max_prompt_length"] + w["max_response_length"]) / (world // tp) / (tp if sp else 1))
-    count = 2 * (3 - 1) * w["ppo_epochs"] + 2 * (2 if w["use_kl_loss"] else 1)
+            (w["max_prompt_length"] + w["max_response_length"]) / dp / (tp if sp else 1))
+    lp = 2 if w["use_kl_loss"] else 1  # log-prob passes: old, and the reference's with KL
+    count = 2 * (3 - 1) * w["ppo_epochs"] + 2 * lp
     tokens = plan["layout"]["micro_batch"] * (w["max_prompt_length"] + w["max_response_length"])
     want["activation_bytes_per_row"] = (items["activations"] + items["logits"]) * GIB / tokens
     want["ep_bytes_per_row"] = plan["cost"]["comm_bytes"]["ep"] * 4 / (count * rows)
     # TP (sequence parallelism off): the cost model's collectives per step are L x count + ends
     # (docs/cost-model.md "Tensor parallel"); a training pass (forward and backward) is 4L + 2.
     layers = j["model"]["layers"]
-    ends = 2 * w["ppo_epochs"] + (2 if w["use_kl_loss"] else 1)
+    ends = 2 * w["ppo_epochs"] + lp
     tp_rows = rows * (tp if sp else 1)  # a TP collective moves the whole sequence's rows
     want["tp_bytes_per_row"] = (plan["cost"]["comm_bytes"]["tp"] * (4 * layers + 2) /
                                 ((layers * count + ends) * tp_rows))
+    # PP (docs/cost-model.md "Pipeline point-to-point"): (2 + lp) sends per micro batch per
+    # epoch, each of the micro batch's rows (/ TP under SP): bytes per row and send.
+    want["pp_bytes_per_row"] = plan["cost"]["comm_bytes"]["pp"] / (
+        rows * (tp if sp else 1) * w["ppo_epochs"] * (2 + lp))
     return want
 
 
@@ -102,7 +112,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def trainer(model, world, tp, ep, sp):
+def trainer(model, world, tp, ep, sp, pp):
     port = free_port()
     with tempfile.TemporaryDirectory() as d:
         procs = []
@@ -115,7 +125,9 @@ def trainer(model, world, tp, ep, sp):
                     "--set", "trainer.sft_warmup_steps=2", "--set", "trainer.total_training_steps=0",
                     "--set", "trainer.sft_batch_size=8", "--set", "data.val_size=8",
                     "--set", "trainer.measure_activation_memory=true",
-                    "--set", f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={8 // (world // tp)}",
+                    "--set", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="
+                    f"{8 // (world // (tp * pp)) // pp}",
+                    "--set", f"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size={pp}",
                     "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1",
                     "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}",
                     "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
@@ -126,20 +138,21 @@ def trainer(model, world, tp, ep, sp):
             out, _ = p.communicate(timeout=600)
             if p.returncode != 0:
                 sys.exit(f"grpo-trainer exited {p.returncode}: {model} on {world} ranks, TP={tp} "
-                         f"EP={ep}")
+                         f"EP={ep} PP={pp}")
             events += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
         return ([e for e in events if e.get("type") == "layout"],
                 [e for e in events if e.get("type") == "step"])
 
 
 def main():
-    print("| model | ranks | TP | EP | SP | item | planner (bytes per device) | measured (bytes per "
-          "rank) | equal |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | ranks | TP | EP | SP | PP | item | planner (bytes per device) | measured "
+          "(bytes per rank) | equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     ok = True
-    for model, world, tp, ep, sp in CASES:
-        want = planner(model, world, tp, ep, sp)
-        got, steps = trainer(model, world, tp, ep, sp)
+    for model, world, tp, ep, sp, pp in CASES:
+        want = planner(model, world, tp, ep, sp, pp)
+        got, steps = trainer(model, world, tp, ep, sp, pp)
+        head = f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {pp} |"
         reduced = sorted({sum(e["comm_bytes"].get(k, 0) for k in
                               ("dp.allreduce", "edp.allreduce", "world.allreduce")) for e in steps})
         # 5%, and at least the step metrics' own all-reduce over the world (a few doubles,
@@ -147,7 +160,7 @@ def main():
         close = bool(reduced) and all(abs(v - want["grad_reduce_bytes"]) <= max(
             0.05 * want["grad_reduce_bytes"], METRIC_BYTES) for v in reduced)
         ok &= close
-        print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | grad_reduce_bytes | "
+        print(f"{head} grad_reduce_bytes | "
               f"{want['grad_reduce_bytes']} | {', '.join(map(str, reduced))} | "
               f"{'within 5%' if close else 'NO'} |")
         if ep > 1:
@@ -156,7 +169,7 @@ def main():
             expect = round(want["ep_bytes_per_row"] * rows)
             close = sent > 0 and abs(sent - expect) <= 0.05 * expect
             ok &= close
-            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+            print(f"{head} "
                   f"ep_alltoall_bytes (all ranks) | {expect} | {sent} | "
                   f"{'within 5%' if close else 'NO'} |")
         if tp > 1:
@@ -168,7 +181,7 @@ def main():
             expect = round(want["tp_bytes_per_row"] * sum(e["train_rows"] for e in steps))
             close = sent > 0 and abs(sent - expect) <= 0.05 * expect
             ok &= close
-            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+            print(f"{head} "
                   f"tp_bytes (all ranks) | {expect} | {sent} | "
                   f"{'within 5%' if close else 'NO'} |")
         # Activations: step 2 (one micro batch per rank; step 1 also allocates the gradients).
@@ -177,14 +190,28 @@ def main():
         peak = max(e["peak_activation_bytes"] for e in second)
         expect = round(want["activation_bytes_per_row"] *
                        max(e["train_rows"] for e in second) / (tp if sp else 1))
-        print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | "
+        print(f"{head} "
               f"peak_activation_bytes (largest rank) | {expect} | {peak} | "
               f"{'within 15%' if abs(peak - expect) <= 0.15 * expect else f'x {peak / expect:.2f}'} |")
+        if pp > 1:
+            # Per rank: a stage sends its activations on (all but the last) and its input's
+            # gradient back (all but the first) for each micro batch of its rows.
+            stage = {e["rank"]: e["stage"] for e in got}
+            sent = sum(e["comm_bytes"].get("pp.send", 0) for e in steps)
+            expect = round(want["pp_bytes_per_row"] * sum(
+                e["train_rows"] * ((stage[e["rank"]] < pp - 1) + (stage[e["rank"]] > 0))
+                for e in steps))
+            close = sent > 0 and abs(sent - expect) <= 0.05 * expect
+            ok &= close
+            print(f"{head} pp_send_bytes (all ranks) | {expect} | {sent} | "
+                  f"{'within 5%' if close else 'NO'} |")
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
-            equal = values == [want[key]]
+            # The planner keeps the stage with the most (docs/memory-model.md): with PP the
+            # largest stage's figure equals it, the others hold less.
+            equal = values[-1] == want[key] if pp > 1 else values == [want[key]]
             ok &= equal
-            print(f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {key} | {want[key]} | "
+            print(f"{head} {key} | {want[key]} | "
                   f"{', '.join(map(str, values))} | {'yes' if equal else 'NO'} |")
     return 0 if ok else 1
 
