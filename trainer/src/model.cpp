@@ -279,15 +279,19 @@ at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::Router
   std::vector<std::int64_t> order;
   std::vector<std::int64_t> per_expert(static_cast<std::size_t>(local), 0);
   order.reserve(static_cast<std::size_t>(x_recv.size(0)));
+  // One cursor per source: where its rows for the next expert begin in the received order.
+  std::vector<std::int64_t> cursor(static_cast<std::size_t>(ranks), 0);
+  for (int g = 1; g < ranks; ++g) {
+    cursor[static_cast<std::size_t>(g)] =
+        cursor[static_cast<std::size_t>(g - 1)] + recv[static_cast<std::size_t>(g - 1)];
+  }
   for (std::int64_t j = 0; j < local; ++j) {
-    std::int64_t source_start = 0;
     for (int g = 0; g < ranks; ++g) {
-      std::int64_t start = source_start;
-      for (std::int64_t i = 0; i < j; ++i) start += fr[g * local + i];
       const std::int64_t n = fr[g * local + j];
-      for (std::int64_t t = 0; t < n; ++t) order.push_back(start + t);
+      std::int64_t& at = cursor[static_cast<std::size_t>(g)];
+      for (std::int64_t t = 0; t < n; ++t) order.push_back(at + t);
+      at += n;
       per_expert[static_cast<std::size_t>(j)] += n;
-      source_start += recv[static_cast<std::size_t>(g)];
     }
   }
   at::Tensor y_recv = x_recv * 0.0;  // no rows received: still part of the graph (a collective)

@@ -68,10 +68,6 @@ struct GatherWholeGrad : public torch::autograd::Function<GatherWholeGrad> {
   }
 };
 
-std::vector<std::int64_t> equal_counts(const SequenceSplit& split, const TensorShard& tp) {
-  return std::vector<std::int64_t>(static_cast<std::size_t>(tp.size), split.local);
-}
-
 // [TP * local, H] -> [B, T, H]: the padding rows dropped.
 at::Tensor unpad(const at::Tensor& rows, const SequenceSplit& split) {
   std::vector<std::int64_t> shape{split.batch, split.length};
@@ -105,7 +101,7 @@ at::Tensor sp_valid(const at::Tensor& valid, const SequenceSplit& split, const T
 }
 
 at::Tensor sp_gather(const at::Tensor& x, const SequenceSplit& split, const TensorShard& tp) {
-  return unpad(gather_rows(x, equal_counts(split, tp), *tp.group), split);
+  return unpad(gather_rows(x, *tp.group), split);
 }
 
 at::Tensor sp_gather_whole_grad(const at::Tensor& x, const SequenceSplit& split,
@@ -119,7 +115,7 @@ at::Tensor sp_reduce_scatter(const at::Tensor& y, const SequenceSplit& split,
   at::Tensor rows = y.reshape({split.rows(), -1});
   const std::int64_t pad = split.local * tp.size - split.rows();
   if (pad > 0) rows = at::constant_pad_nd(rows, {0, 0, 0, pad});
-  return reduce_scatter_rows(rows, equal_counts(split, tp), *tp.group);
+  return reduce_scatter_rows(rows, *tp.group);
 }
 
 std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,

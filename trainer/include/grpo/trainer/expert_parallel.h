@@ -19,15 +19,15 @@ struct CollectiveError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// [sum of counts, ...]: every rank's `x` ([counts[me], ...]) in rank order. Differentiable: the
-// gradient of x is the group-wide sum of the gradients of its rows (a reduce-scatter).
-at::Tensor gather_rows(const at::Tensor& x, const std::vector<std::int64_t>& counts,
-                       Communicator& group);
+// [group size * n, ...]: every rank's `x` ([n, ...], the same n on every rank) in rank order.
+// Differentiable: the gradient of x is the group-wide sum of the gradients of its rows (a
+// reduce-scatter).
+at::Tensor gather_rows(const at::Tensor& x, Communicator& group);
 
-// [counts[me], ...]: this rank's rows of the group-wide sum of `y` ([sum of counts, ...]).
-// Differentiable: the gradient of y is every rank's output gradient, gathered.
-at::Tensor reduce_scatter_rows(const at::Tensor& y, const std::vector<std::int64_t>& counts,
-                               Communicator& group);
+// [n, ...]: this rank's rows [rank * n, (rank + 1) * n) of the group-wide sum of `y`
+// ([group size * n, ...]). Differentiable: the gradient of y is every rank's output gradient,
+// gathered.
+at::Tensor reduce_scatter_rows(const at::Tensor& y, Communicator& group);
 
 // [sum of recv, ...]: send[i] rows of `x` ([sum of send, ...]) go to rank i, recv[i] rows come
 // from rank i (rank order both ways). Differentiable: the gradient goes back by the reverse
