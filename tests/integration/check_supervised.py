@@ -2,7 +2,8 @@
 """Checks a supervised run directory's event log (docs/events.md) after a fault test.
 
 usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]... [--allow CLASS]...
-                           [--attempts N] [--world-size N] [--excluded NODE] [--summary]
+                           [--attempts N] [--world-size N] [--excluded NODE] [--replanned NODES]
+                           [--summary]
 
 - the log is whole JSON lines with increasing seq, and ends with run_finished{exit_code: CODE}
   (default 0);
@@ -18,6 +19,9 @@ usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]..
 - --excluded NODE: NODE was taken out of the run, by a decision that excludes it (Slurm declared
   it lost first) or by the health step before the next attempt (`node_unhealthy`, excluded), and
   the last attempt runs without it (its `excluded` is exactly [NODE]).
+- --replanned NODES: every rank of the first attempt ran plan.json's layout (TP, PP, EP) and every
+  rank of the last attempt the layout re-planned for NODES nodes (supervisor.json `replans`, the
+  verl keys the supervisor passes), with DP = its world size / (TP x PP).
 --summary prints a one-line summary (attempts, failures, decisions, lost time) on success.
 Prints every problem and exits 1 when there is any.
 """
@@ -38,6 +42,8 @@ def main() -> int:
     ap.add_argument("--attempts", type=int, default=1)
     ap.add_argument("--world-size", type=int)
     ap.add_argument("--excluded", help="a node that must have been excluded")
+    ap.add_argument("--replanned", type=int, metavar="NODES",
+                    help="the last attempt ran the layout re-planned for NODES nodes")
     ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()
     problems = []
@@ -135,6 +141,39 @@ def main() -> int:
         if a.summary:
             print(f"check_supervised: {node} excluded by decision {bool(by_decision)}, by the "
                   f"health step {bool(by_health)}; last attempt on {last and last.get('hosts')}")
+    if a.replanned is not None and last is not None:
+        plan = json.load(open(f"{a.run_dir}/plan.json", encoding="utf-8"))["plan"]["layout"]
+        replans = json.load(open(f"{a.run_dir}/supervisor.json", encoding="utf-8"))["replans"]
+        keys = {"tensor_model_parallel_size": "tp", "pipeline_model_parallel_size": "pp",
+                "expert_model_parallel_size": "ep"}
+        prefix = "actor_rollout_ref.actor.megatron."
+        replanned = {keys[k[len(prefix):]]: int(v) for k, v in
+                     (kv.split("=", 1) for kv in replans.get(str(a.replanned), []))
+                     if k.startswith(prefix) and k[len(prefix):] in keys}
+        lay = [e for e in events if e["type"] == "layout"]
+        runs = {}
+        for e in lay:
+            runs.setdefault(e["attempt"], []).append(e)
+        first_lay, last_lay = runs.get(attempts[0]["attempt"], []), runs.get(last["attempt"], [])
+        if sorted(replanned) != ["ep", "pp", "tp"]:
+            problems.append(f"supervisor.json has no layout re-planned for {a.replanned} node(s)")
+        if len(last_lay) != last["world_size"]:
+            problems.append(f"{len(last_lay)} layout event(s) in the last attempt, expected "
+                            f"{last['world_size']}")
+        for name, want, got in (("plan", plan, first_lay), ("re-plan", replanned, last_lay)):
+            for e in got:
+                ran = {k: e[k] for k in ("tp", "pp", "ep")}
+                if any(ran[k] != want.get(k) for k in ran):
+                    problems.append(f"attempt {e['attempt']} rank {e.get('rank')} ran {ran}, the "
+                                    f"{name} says { {k: want.get(k) for k in ran} }")
+        for e in last_lay:
+            if e["dp"] * e["tp"] * e["pp"] != last["world_size"]:
+                problems.append(f"last attempt: DP {e['dp']} x TP {e['tp']} x PP {e['pp']} is "
+                                f"not its world size {last['world_size']}")
+        if a.summary:
+            print(f"check_supervised: plan {[plan[k] for k in ('tp', 'pp', 'ep')]} (TP, PP, EP) "
+                  f"on {len(first_lay)} ranks, re-planned for {a.replanned} node(s) "
+                  f"{[replanned.get(k) for k in ('tp', 'pp', 'ep')]} on {len(last_lay)} ranks")
     if a.exit == 0 and last is not None:
         done = [e for e in events if e["type"] == "done" and e.get("attempt") == last["attempt"]]
         if len(done) != last["world_size"]:
