@@ -404,151 +404,81 @@ INSTANTIATE_TEST_SUITE_P(Layouts, PipelineParallel,
                                   "_on_" + std::to_string(p.param.world) + "ranks";
                          });
 
-// A checkpoint written at PP=2 (uneven stages) resumes on 1 rank without PP, and the reverse:
-// one data-parallel replica either way, so the steps after the resume equal those of an
-// uninterrupted run at the new layout.
+// A checkpoint moves between layouts: `to` runs uninterrupted; `from` stops at step 4 after
+// checkpointing step 3; `to` resumes from that checkpoint, written at the other layout. The
+// layouts have as many data-parallel replicas, so the resumed run continues the same sampling
+// streams: it loads step 3 and its steps 4 and 5 (`keys`) and final weights equal the
+// uninterrupted run's within 1e-5.
+struct At {
+  int world;
+  std::vector<std::string> args;
+};
+
+void expect_checkpoint_moves(const std::string& tag, const At& from, const At& to,
+                             const std::vector<const char*>& keys) {
+  const fs::path plain = fresh_dir("layout-plain-" + tag);
+  const fs::path moved = fresh_dir("layout-moved-" + tag);
+  auto rp = run_ranks(to.world, plain, to.args);
+  expect_all_exit(rp, 0);
+  auto r1 = run_ranks(
+      from.world, moved,
+      with(from.args, {"--set", "trainer.save_freq=3", "--fault", "exit@step=4,code=9,rank=0"}));
+  ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
+  auto r2 = run_ranks(to.world, moved, to.args);
+  expect_all_exit(r2, 0);
+  const auto loaded = r2[0].of_type("checkpoint_loaded");
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0]["step"], 3);
+  EXPECT_EQ(loaded[0]["resharded"], false);
+  EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
+  const auto sp = rp[0].of_type("step");
+  const auto sm = r2[0].of_type("step");
+  ASSERT_EQ(sp.size(), 5u);
+  ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (const char* k : keys) {
+      expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
+    }
+  }
+  expect_same_weights(final_weights(plain), final_weights(moved));
+  fs::remove_all(plain);
+  fs::remove_all(moved);
+}
+
+const std::vector<const char*> kResumeKeys = {"loss", "reward_mean", "grad_norm", "kl"};
+
+// PP = 2 (uneven stages, 2 ranks) and 1 rank without PP, both ways.
 TEST(Layouts, CheckpointsMoveBetweenPipelineLayouts) {
-  const PpCase pp{"tiny-dense", 2, 2, 1, 1, 1, 0, {}};
-  const PpCase one{"tiny-dense", 1, 1, 1, 1, 0, 0, {}};
-  for (const auto& [from, to] : {std::pair{pp, one}, std::pair{one, pp}}) {
-    const std::string tag = std::to_string(from.world) + "-" + std::to_string(to.world);
-    const fs::path plain = fresh_dir("layout-pp-plain-" + tag);
-    const fs::path moved = fresh_dir("layout-pp-moved-" + tag);
-    auto rp = run_ranks(to.world, plain, pp_args(to));
-    expect_all_exit(rp, 0);
-    auto r1 = run_ranks(from.world, moved,
-                        with(pp_args(from), {"--set", "trainer.save_freq=3", "--fault",
-                                             "exit@step=4,code=9,rank=0"}));
-    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
-    auto r2 = run_ranks(to.world, moved, pp_args(to));
-    expect_all_exit(r2, 0);
-    const auto loaded = r2[0].of_type("checkpoint_loaded");
-    ASSERT_EQ(loaded.size(), 1u);
-    EXPECT_EQ(loaded[0]["step"], 3);
-    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
-    const auto sp = rp[0].of_type("step");
-    const auto sm = r2[0].of_type("step");
-    ASSERT_EQ(sp.size(), 5u);
-    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
-    for (std::size_t i = 0; i < 2; ++i) {
-      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl"}) {
-        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
-      }
-    }
-    expect_same_weights(final_weights(plain), final_weights(moved));
-    fs::remove_all(plain);
-    fs::remove_all(moved);
-  }
+  const At pp{2, pp_args({"tiny-dense", 2, 2, 1, 1, 1, 0, {}})};
+  const At one{1, pp_args({"tiny-dense", 1, 1, 1, 1, 0, 0, {}})};
+  expect_checkpoint_moves("pp-2-1", pp, one, kResumeKeys);
+  expect_checkpoint_moves("pp-1-2", one, pp, kResumeKeys);
 }
 
-// A checkpoint written at TP=2 x EP=2 on 4 ranks resumes at TP=1 on 2 ranks (EP=1), and the
-// reverse: two data-parallel replicas either way, so the steps after the resume equal those of an
-// uninterrupted run at the new layout.
+// tiny-moe TP = 2 x EP = 2 on 4 ranks and TP = 1 on 2 ranks, both ways.
 TEST(Layouts, CheckpointsMoveBetweenMoeTensorExpertLayouts) {
-  struct At {
-    int world, tp, ep;
-  };
-  for (const auto& [from, to] :
-       {std::pair{At{4, 2, 2}, At{2, 1, 1}}, std::pair{At{2, 1, 1}, At{4, 2, 2}}}) {
-    const std::string tag = std::to_string(from.world) + "-" + std::to_string(to.world);
-    const fs::path plain = fresh_dir("layout-moe-plain-" + tag);
-    const fs::path moved = fresh_dir("layout-moe-moved-" + tag);
-    auto rp = run_ranks(to.world, plain, moe_args(to.tp, to.ep));
-    expect_all_exit(rp, 0);
-    auto r1 = run_ranks(from.world, moved,
-                        with(moe_args(from.tp, from.ep), {"--set", "trainer.save_freq=3", "--fault",
-                                                          "exit@step=4,code=9,rank=0"}));
-    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
-    auto r2 = run_ranks(to.world, moved, moe_args(to.tp, to.ep));
-    expect_all_exit(r2, 0);
-    const auto loaded = r2[0].of_type("checkpoint_loaded");
-    ASSERT_EQ(loaded.size(), 1u);
-    EXPECT_EQ(loaded[0]["step"], 3);
-    EXPECT_EQ(loaded[0]["resharded"], false);
-    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
-    const auto sp = rp[0].of_type("step");
-    const auto sm = r2[0].of_type("step");
-    ASSERT_EQ(sp.size(), 5u);
-    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
-    for (std::size_t i = 0; i < 2; ++i) {
-      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl", "aux_loss"}) {
-        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
-      }
-    }
-    expect_same_weights(final_weights(plain), final_weights(moved));
-    fs::remove_all(plain);
-    fs::remove_all(moved);
-  }
+  const At tp_ep{4, moe_args(2, 2)};
+  const At plain{2, moe_args(1, 1)};
+  std::vector<const char*> keys = kResumeKeys;
+  keys.push_back("aux_loss");
+  expect_checkpoint_moves("moe-4-2", tp_ep, plain, keys);
+  expect_checkpoint_moves("moe-2-4", plain, tp_ep, keys);
 }
 
-// A checkpoint written at TP=2 on 2 ranks resumes on 1 rank without TP, and the reverse: one
-// data-parallel replica either way, so it continues the same sampling stream and the steps after
-// the resume equal those of an uninterrupted run at the new layout.
+// tiny-dense TP = 2 on 2 ranks and 1 rank without TP, both ways.
 TEST(Layouts, CheckpointsMoveBetweenTensorParallelLayouts) {
-  for (const auto& [from, to] : {std::pair{2, 1}, std::pair{1, 2}}) {
-    const std::string tag = std::to_string(from) + "-" + std::to_string(to);
-    const fs::path plain = fresh_dir("layout-tp-plain-" + tag);
-    const fs::path moved = fresh_dir("layout-tp-moved-" + tag);
-    auto rp = run_ranks(to, plain, tp_args(to));
-    expect_all_exit(rp, 0);
-    auto r1 = run_ranks(from, moved,
-                        with(tp_args(from), {"--set", "trainer.save_freq=3", "--fault",
-                                             "exit@step=4,code=9,rank=0"}));
-    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
-    auto r2 = run_ranks(to, moved, tp_args(to));
-    expect_all_exit(r2, 0);
-    const auto loaded = r2[0].of_type("checkpoint_loaded");
-    ASSERT_EQ(loaded.size(), 1u);
-    EXPECT_EQ(loaded[0]["step"], 3);
-    EXPECT_EQ(loaded[0]["resharded"], false);
-    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
-    const auto sp = rp[0].of_type("step");
-    const auto sm = r2[0].of_type("step");
-    ASSERT_EQ(sp.size(), 5u);
-    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
-    for (std::size_t i = 0; i < 2; ++i) {
-      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl"}) {
-        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
-      }
-    }
-    expect_same_weights(final_weights(plain), final_weights(moved));
-    fs::remove_all(plain);
-    fs::remove_all(moved);
-  }
+  const At tp{2, tp_args(2)};
+  const At one{1, tp_args(1)};
+  expect_checkpoint_moves("tp-2-1", tp, one, kResumeKeys);
+  expect_checkpoint_moves("tp-1-2", one, tp, kResumeKeys);
 }
 
-// A checkpoint written at EP=2 resumes at EP=1 (and the reverse): the steps after the resume
-// equal those of an uninterrupted run at the new layout.
+// tiny-moe EP = 2 and EP = 1 on 2 ranks, both ways.
 TEST(Layouts, CheckpointsMoveBetweenLayouts) {
-  for (const auto& [from, to] : {std::pair{2, 1}, std::pair{1, 2}}) {
-    const std::string tag = std::to_string(from) + "-" + std::to_string(to);
-    const fs::path plain = fresh_dir("layout-plain-" + tag);
-    const fs::path moved = fresh_dir("layout-moved-" + tag);
-    auto rp = run_ranks(2, plain, args_for(to));
-    expect_all_exit(rp, 0);
-    auto r1 = run_ranks(2, moved,
-                        with(args_for(from), {"--set", "trainer.save_freq=3", "--fault",
-                                              "exit@step=4,code=9,rank=0"}));
-    ASSERT_EQ(r1[0].exit_code, 9) << r1[0].stderr_text;
-    auto r2 = run_ranks(2, moved, args_for(to));
-    expect_all_exit(r2, 0);
-    const auto loaded = r2[0].of_type("checkpoint_loaded");
-    ASSERT_EQ(loaded.size(), 1u);
-    EXPECT_EQ(loaded[0]["step"], 3);
-    EXPECT_NE(loaded[0]["saved_layout"], loaded[0]["layout"]);
-    const auto sp = rp[0].of_type("step");
-    const auto sm = r2[0].of_type("step");
-    ASSERT_EQ(sp.size(), 5u);
-    ASSERT_EQ(sm.size(), 2u);  // steps 4 and 5
-    for (std::size_t i = 0; i < 2; ++i) {
-      for (const char* k : {"loss", "reward_mean", "grad_norm", "kl"}) {
-        expect_near_field(sp[3 + i], sm[i], k, static_cast<std::int64_t>(4 + i));
-      }
-    }
-    expect_same_weights(final_weights(plain), final_weights(moved));
-    fs::remove_all(plain);
-    fs::remove_all(moved);
-  }
+  const At ep{2, args_for(2)};
+  const At plain{2, args_for(1)};
+  expect_checkpoint_moves("ep-2-1", ep, plain, kResumeKeys);
+  expect_checkpoint_moves("ep-1-2", plain, ep, kResumeKeys);
 }
 
 // Layouts the embedded trainer does not build end the run at start-up with one line, exit 2.
