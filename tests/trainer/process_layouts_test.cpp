@@ -125,6 +125,17 @@ void expect_same_weights(const NamedTensors& a, const NamedTensors& b) {
   }
 }
 
+// The expert_load events of rank 0: the counts are summed over every rank, so they equal the
+// plain run's whatever the layout.
+void expect_same_expert_load(const RankResult& a, const RankResult& b) {
+  const auto la = a.of_type("expert_load");
+  const auto lb = b.of_type("expert_load");
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
+  }
+}
+
 struct EpCase {
   int world;
   int ep;
@@ -164,12 +175,7 @@ TEST_P(ExpertParallel, EqualsDataParallel) {
     }
   }
   // Expert load is counted over the whole EP group: the same counts as without EP.
-  const auto la = ra[0].of_type("expert_load");
-  const auto lb = rb[0].of_type("expert_load");
-  ASSERT_EQ(la.size(), lb.size());
-  for (std::size_t i = 0; i < la.size(); ++i) {
-    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
-  }
+  expect_same_expert_load(ra[0], rb[0]);
   fs::remove_all(a);
   fs::remove_all(b);
 }
@@ -296,13 +302,8 @@ TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
   expect_same_steps(ra[0], rb[0]);
   for (int r = 1; r < world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
   expect_same_weights(final_weights(a), final_weights(b));
-  const auto la = ra[0].of_type("expert_load");
-  const auto lb = rb[0].of_type("expert_load");
-  ASSERT_EQ(la.size(), lb.size());
-  ASSERT_FALSE(la.empty());
-  for (std::size_t i = 0; i < la.size(); ++i) {
-    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
-  }
+  ASSERT_FALSE(ra[0].of_type("expert_load").empty());
+  expect_same_expert_load(ra[0], rb[0]);
   fs::remove_all(a);
   fs::remove_all(b);
 }
@@ -378,12 +379,7 @@ TEST_P(PipelineParallel, EqualsDataParallelWithOneRankPerReplica) {
   expect_same_steps(ra[0], rb[0]);
   for (int r = 1; r < c.world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
   expect_same_weights(final_weights(a), final_weights(b));
-  const auto la = ra[0].of_type("expert_load");
-  const auto lb = rb[0].of_type("expert_load");
-  ASSERT_EQ(la.size(), lb.size());
-  for (std::size_t i = 0; i < la.size(); ++i) {
-    EXPECT_EQ(la[i]["tokens_per_expert"], lb[i]["tokens_per_expert"]) << i;
-  }
+  expect_same_expert_load(ra[0], rb[0]);
   fs::remove_all(a);
   fs::remove_all(b);
 }
