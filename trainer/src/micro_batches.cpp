@@ -10,14 +10,14 @@ namespace grpo::trainer {
 core::Status train_micro_batches(RunContext& ctx, QwenModel& model, const SequenceBatch& batch,
                                  const std::vector<MicroBatch>& micro, const AfterForward& after) {
   const ParallelState& par = ctx.par;
+  // This stage's decoder layers (all of them without PP: pipeline_stages gives one stage).
   const std::pair<std::int64_t, std::int64_t> layers =
-      par.stages.size() > 1 ? par.stages.at(static_cast<std::size_t>(par.stage()))
-                            : std::pair<std::int64_t, std::int64_t>{0, ctx.spec.num_layers};
+      par.stages.at(static_cast<std::size_t>(par.stage()));
   const TensorShard tp = model.tensor_shard();
   PipelineSchedule s;
   s.group = par.pp.get();
-  s.stage = par.pp ? par.stage() : 0;
-  s.stages = par.pp ? par.dims.pp : 1;
+  s.stage = par.stage();
+  s.stages = par.dims.pp;
   s.activation = model.lm_head_weight().options();
   s.shape = [&](std::int64_t i) -> std::vector<std::int64_t> {
     const MicroBatch& m = micro.at(static_cast<std::size_t>(i));
@@ -26,7 +26,7 @@ core::Status train_micro_batches(RunContext& ctx, QwenModel& model, const Sequen
     if (tp.sp()) return {sequence_split(rows, length, tp).local, ctx.spec.hidden_size};
     return {rows, length, ctx.spec.hidden_size};
   };
-  const bool last = s.stage == s.stages - 1;
+  const bool last = par.last_stage();
   s.forward = [&](std::int64_t i, const at::Tensor& input) {
     const auto k = static_cast<std::size_t>(i);
     const SequenceBatch mb = batch.slice(micro[k].begin, micro[k].end);

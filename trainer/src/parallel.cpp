@@ -110,8 +110,7 @@ core::Result<ParallelState> make_parallel_state(
   }
   st.ep_members = core::group_members(map, rank, core::GroupKind::kEp);
   st.edp_members = core::group_members(map, rank, core::GroupKind::kEdp);
-  st.stages = stages.empty() ? std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}}
-                             : std::move(stages);
+  st.stages = std::move(stages);
   for (int pipeline_rank : core::group_members(map, 0, core::GroupKind::kPp)) {
     st.stage_tp_members.push_back(core::group_members(map, pipeline_rank, core::GroupKind::kTp));
     st.stage_ep_members.push_back(core::group_members(map, pipeline_rank, core::GroupKind::kEp));

@@ -176,18 +176,13 @@ void TrainingRun::emit_layout() {
   const core::ParallelDims& d = ctx_.par.dims;
   // What this rank trains, in bytes: the planner's per-device memory items (bench/layouts). Under
   // PP the other stages' layers are the rollout's weights (rollout_param_bytes).
-  std::int64_t param_bytes = 0;
-  std::int64_t all_param_bytes = 0;
-  for (const auto& [name, p] : state_.optim->params()) {
-    param_bytes += static_cast<std::int64_t>(p.nbytes());
-  }
-  for (const auto& [name, p] : state_.model->named_params()) {
-    all_param_bytes += static_cast<std::int64_t>(p.nbytes());
-  }
-  std::int64_t optimizer_bytes = 0;
-  for (const auto& [name, t] : state_.optim->state()) {
-    optimizer_bytes += static_cast<std::int64_t>(t.nbytes());
-  }
+  auto bytes_of = [](const NamedTensors& tensors) {
+    std::int64_t n = 0;
+    for (const auto& [name, t] : tensors) n += static_cast<std::int64_t>(t.nbytes());
+    return n;
+  };
+  const std::int64_t param_bytes = bytes_of(state_.optim->params());
+  const std::int64_t optimizer_bytes = bytes_of(state_.optim->state());
   nlohmann::json fields = core::dims_to_json(d);
   fields.update(
       nlohmann::json{{"sequence_parallel", ctx_.par.sequence_parallel},
@@ -203,7 +198,7 @@ void TrainingRun::emit_layout() {
     fields["stage"] = ctx_.par.stage();
     fields["stage_layers"] = stages;
     fields["schedule"] = "1f1b";
-    fields["rollout_param_bytes"] = all_param_bytes;
+    fields["rollout_param_bytes"] = bytes_of(state_.model->named_params());
   }
   ctx_.tel.emit("layout", fields);
 }

@@ -70,7 +70,8 @@ core::ParallelDims dims_from_config(const TrainerConfig& cfg, int world_size);
 
 // The decoder layers [first, second) of each of the `pp` stages of a `num_layers`-layer model,
 // split as the planner splits them (core::stage_layers: even, or the configured first/last stage
-// counts). Errors: kInvalidValue when that split leaves a stage without layers or does not add up.
+// counts; one stage [0, num_layers) without PP). Errors: kInvalidValue when that split leaves a
+// stage without layers or does not add up.
 core::Result<std::vector<std::pair<std::int64_t, std::int64_t>>> pipeline_stages(
     const TrainerConfig& cfg, std::int64_t num_layers);
 
@@ -82,6 +83,6 @@ core::Result<std::vector<std::pair<std::int64_t, std::int64_t>>> pipeline_stages
 // (identity or placement mismatch), kUnavailable (a group failed to form).
 core::Result<ParallelState> make_parallel_state(
     Communicator& world, const core::ParallelDims& dims, int local_world_size, int local_rank,
-    std::vector<std::pair<std::int64_t, std::int64_t>> stages = {});
+    std::vector<std::pair<std::int64_t, std::int64_t>> stages);
 
 }  // namespace grpo::trainer
