@@ -44,13 +44,7 @@ class ReferenceOps final : public Ops {
     at::Tensor counted =
         valid.defined() ? indices.index_select(0, at::nonzero(valid).squeeze(1)) : indices;
     out.tokens_per_expert = at::bincount(counted.reshape({-1}), {}, experts);
-    // Group the pairs by expert: a stable sort keeps token order within each expert.
-    at::Tensor flat = indices.reshape({-1});
-    at::Tensor order = std::get<1>(at::sort(flat, c10::optional<bool>(true), /*dim=*/0));
-    out.sorted_pairs = order;
-    out.sorted_tokens = at::div(order, top_k, "floor");
-    out.expert_offsets =
-        at::cat({at::zeros({1}, flat.options()), at::bincount(flat, {}, experts).cumsum(0)});
+    group_by_expert(indices, experts, &out);
     return out;
   }
 
@@ -87,6 +81,16 @@ class ReferenceOps final : public Ops {
 };
 
 }  // namespace
+
+void group_by_expert(const at::Tensor& indices, std::int64_t experts, RouterOutput* out) {
+  // A stable sort keeps token order within each expert.
+  at::Tensor flat = indices.reshape({-1});
+  at::Tensor order = std::get<1>(at::sort(flat, c10::optional<bool>(true), /*dim=*/0));
+  out->sorted_pairs = order;
+  out->sorted_tokens = at::div(order, indices.size(-1), "floor");
+  out->expert_offsets =
+      at::cat({at::zeros({1}, flat.options()), at::bincount(flat, {}, experts).cumsum(0)});
+}
 
 at::Tensor kl_penalty(const at::Tensor& logprob, const at::Tensor& ref_logprob, KlType type) {
   switch (type) {

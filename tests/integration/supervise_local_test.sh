@@ -78,7 +78,7 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/cp2" --set cp=2 \
       >"$TEST_TMP/out2" 2>"$TEST_TMP/err2" || code=$?
     [[ $code == 2 ]] || fail "CP=2: exit $code, want 2"
-    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor, pipeline and expert parallelism only; this layout needs CP=2" "$TEST_TMP/err2" ||
+    grep -q "^grpo-launch: error: the plan's layout cannot run in the embedded grpo-trainer: the embedded trainer runs data, tensor, pipeline, expert and expert-tensor parallelism only; this layout needs CP=2" "$TEST_TMP/err2" ||
       fail "CP=2: $(cat "$TEST_TMP/err2")"
     [[ ! -e "$TEST_TMP/cp2" ]] || fail "CP=2: a run directory was created"
     ;;
@@ -120,6 +120,26 @@ steps = [e for e in ev if e.get("type") == "step"]
 assert steps and all(s["comm_bytes"].get("pp.send", 0) > 0 for s in steps), steps[-1]
 print("layout", {k: lay[0][k] for k in ("tp", "pp", "ep", "dp", "stage_layers")},
       "pp.send", steps[-1]["comm_bytes"]["pp.send"])
+PY
+    ;;
+  moe_etp)
+    # Expert tensor parallelism: each expert split over the TP group (ETP = TP = 2, 2 ranks).
+    "$launch" "${base[@]}" --set gpus_per_node=2 --set tp=2 --set etp=2 >"$TEST_TMP/out" \
+      2>"$TEST_TMP/err" || { show; fail "TP=2 x ETP=2 run failed"; }
+    "${check[@]}" "$run" --summary || fail "TP=2 x ETP=2 run"
+    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    [[ "$got" == "TP=2 PP=1 CP=1 DP=1 EP=1 ETP=2" ]] || fail "status layout '$got'"
+    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+lay = [e for e in ev if e.get("type") == "layout"]
+assert len(lay) == 2, lay
+for e in lay:
+    assert (e["tp"], e["etp"], e["ep"], e["sequence_parallel"]) == (2, 2, 1, True), e
+steps = [e for e in ev if e.get("type") == "step"]
+# The experts' rows are gathered over TP: all-gathers and reduce-scatters in every MoE layer.
+assert steps and all(s["comm_bytes"].get("tp.reduce_scatter", 0) > 0 for s in steps), steps[-1]
+print("layout", {k: lay[0][k] for k in ("tp", "etp", "ep", "param_bytes")})
 PY
     ;;
   kill9)

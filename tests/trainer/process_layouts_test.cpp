@@ -57,10 +57,12 @@ std::vector<std::string> tp_args(int tp) {
 
 // tiny-moe at TP `tp` x EP `ep`, with sequence parallelism when TP > 1 (Megatron-Core needs it
 // for MoE with TP).
-std::vector<std::string> moe_args(int tp, int ep) {
+std::vector<std::string> moe_args(int tp, int ep, int etp = 1) {
   return with(
       args_for(ep),
       {"--set", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=" + std::to_string(tp),
+       "--set",
+       "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=" + std::to_string(etp),
        "--set",
        std::string("actor_rollout_ref.actor.megatron.sequence_parallel=") +
            (tp > 1 ? "true" : "false")});
@@ -267,21 +269,22 @@ struct MoeCase {
   int world;
   int tp;
   int ep;
+  int etp = 1;
 };
 
 void PrintTo(const MoeCase& c, std::ostream* os) {
-  *os << "TP=" << c.tp << " x EP=" << c.ep << " on " << c.world << " ranks";
+  *os << "TP=" << c.tp << " x EP=" << c.ep << " x ETP=" << c.etp << " on " << c.world << " ranks";
 }
 
 class MoeTensorParallel : public ::testing::TestWithParam<MoeCase> {};
 
-// tiny-moe at TP x EP (sequence parallelism on; experts whole, ETP = 1) equals the plain run
-// with one rank per replica (world / TP ranks, no TP, no EP): steps, final weights gathered from
-// the shards, and the expert load counted over the whole EP group.
+// tiny-moe at TP x EP (sequence parallelism on; experts whole, or split over TP with ETP = TP)
+// equals the plain run with one rank per replica (world / TP ranks, no TP, no EP): steps, final
+// weights gathered from the shards, and the expert load counted over the whole EP group.
 TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
-  const auto [world, tp, ep] = GetParam();
-  const std::string tag =
-      std::to_string(world) + "-" + std::to_string(tp) + "-" + std::to_string(ep);
+  const auto [world, tp, ep, etp] = GetParam();
+  const std::string tag = std::to_string(world) + "-" + std::to_string(tp) + "-" +
+                          std::to_string(ep) + "-" + std::to_string(etp);
   const fs::path a = fresh_dir("layout-moe-dp-" + tag);
   const fs::path b = fresh_dir("layout-moe-tp-" + tag);
   // With one replica the rollout's rows do not divide by TP (odd_rows): a padding row.
@@ -289,7 +292,7 @@ TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
     return world == tp ? odd_rows(std::move(args)) : args;
   };
   auto ra = run_ranks(world / tp, a, odd(moe_args(1, 1)));
-  auto rb = run_ranks(world, b, odd(moe_args(tp, ep)));
+  auto rb = run_ranks(world, b, odd(moe_args(tp, ep, etp)));
   expect_all_exit(ra, 0);
   expect_all_exit(rb, 0);
   const auto layout = rb[0].of_type("layout");
@@ -297,7 +300,8 @@ TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
   EXPECT_EQ(layout[0]["tp"], tp);
   EXPECT_EQ(layout[0]["ep"], ep);
   EXPECT_EQ(layout[0]["dp"], world / tp);
-  EXPECT_EQ(layout[0]["edp"], world / ep);
+  EXPECT_EQ(layout[0]["etp"], etp);
+  EXPECT_EQ(layout[0]["edp"], world / (ep * etp));
   EXPECT_EQ(layout[0]["sequence_parallel"], true);
   expect_same_steps(ra[0], rb[0]);
   for (int r = 1; r < world; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
@@ -309,13 +313,18 @@ TEST_P(MoeTensorParallel, EqualsDataParallelWithOneRankPerReplica) {
 }
 
 // TP 2 alone (every rank runs every expert on its own rows), TP 2 x EP 2 (the EP group is the TP
-// group: rank map, docs/parallelism.md) and TP 2 x EP 4 (the EP group spans both replicas).
+// group: rank map, docs/parallelism.md), TP 2 x EP 4 (the EP group spans both replicas), and
+// with ETP = TP = 2 (each expert split over the TP group, which runs it on the group's rows):
+// alone, with DP 2 and with EP 2 (the EP group then spans the replicas: ranks 0 and 2).
 INSTANTIATE_TEST_SUITE_P(Layouts, MoeTensorParallel,
-                         ::testing::Values(MoeCase{2, 2, 1}, MoeCase{4, 2, 2}, MoeCase{4, 2, 4}),
+                         ::testing::Values(MoeCase{2, 2, 1}, MoeCase{4, 2, 2}, MoeCase{4, 2, 4},
+                                           MoeCase{2, 2, 1, 2}, MoeCase{4, 2, 1, 2},
+                                           MoeCase{4, 2, 2, 2}),
                          [](const auto& p) {
                            return "tp" + std::to_string(p.param.tp) + "_ep" +
-                                  std::to_string(p.param.ep) + "_on_" +
-                                  std::to_string(p.param.world) + "ranks";
+                                  std::to_string(p.param.ep) +
+                                  (p.param.etp > 1 ? "_etp" + std::to_string(p.param.etp) : "") +
+                                  "_on_" + std::to_string(p.param.world) + "ranks";
                          });
 
 struct PpCase {
@@ -451,7 +460,8 @@ TEST(Layouts, CheckpointsMoveBetweenPipelineLayouts) {
   expect_checkpoint_moves("pp-1-2", one, pp, kResumeKeys);
 }
 
-// tiny-moe TP = 2 x EP = 2 on 4 ranks and TP = 1 on 2 ranks, both ways.
+// tiny-moe TP = 2 x EP = 2 on 4 ranks and TP = 1 on 2 ranks, both ways; TP = ETP = 2 on 2
+// ranks (the experts' slices) and TP = 1 on 1 rank, both ways.
 TEST(Layouts, CheckpointsMoveBetweenMoeTensorExpertLayouts) {
   const At tp_ep{4, moe_args(2, 2)};
   const At plain{2, moe_args(1, 1)};
@@ -459,6 +469,10 @@ TEST(Layouts, CheckpointsMoveBetweenMoeTensorExpertLayouts) {
   keys.push_back("aux_loss");
   expect_checkpoint_moves("moe-4-2", tp_ep, plain, keys);
   expect_checkpoint_moves("moe-2-4", plain, tp_ep, keys);
+  const At etp{2, moe_args(2, 1, 2)};
+  const At one{1, moe_args(1, 1)};
+  expect_checkpoint_moves("moe-etp-2-1", etp, one, keys);
+  expect_checkpoint_moves("moe-etp-1-2", one, etp, keys);
 }
 
 // tiny-dense TP = 2 on 2 ranks and 1 rank without TP, both ways.
@@ -485,8 +499,8 @@ TEST(Layouts, UnbuiltLayoutsAreRefusedWithOneLine) {
                 with(args_for(1),
                      {"--set", "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=2"}));
   expect_all_exit(r, 2);
-  EXPECT_NE(r[0].stderr_text.find("the embedded trainer runs data, tensor, pipeline and expert "
-                                  "parallelism only; this layout needs ETP=2"),
+  EXPECT_NE(r[0].stderr_text.find("ETP=2 with TP=1 is not built: the embedded trainer splits the "
+                                  "experts over the TP group (set etp=1 or etp=tp)"),
             std::string::npos)
       << r[0].stderr_text;
   // A pipeline split that leaves a stage without layers (tiny-dense has 4).

@@ -58,41 +58,42 @@ TEST(Model, BigSpecsOnTheMetaDeviceMatchTheCountsWithoutAllocating) {
 // 896 columns of o_proj), one K/V head (128 rows), 4736 FFN columns and 38016 vocabulary rows.
 TEST(TensorParallel, SlicesFollowMegatronByHand) {
   const core::ModelSpec spec = testing::qwen25_7b();
-  const auto q = tp_slice(spec, "model.layers.3.self_attn.q_proj.weight", 2, 4);
+  const auto q = tp_slice(spec, "model.layers.3.self_attn.q_proj.weight", 2, 4, false);
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(q->dim, 0);
   EXPECT_EQ(q->offset, 2 * 896);
   EXPECT_EQ(q->length, 896);
-  const auto qb = tp_slice(spec, "model.layers.3.self_attn.q_proj.bias", 2, 4);
+  const auto qb = tp_slice(spec, "model.layers.3.self_attn.q_proj.bias", 2, 4, false);
   EXPECT_EQ(qb->offset, 2 * 896);
-  const auto k = tp_slice(spec, "model.layers.3.self_attn.k_proj.weight", 3, 4);
+  const auto k = tp_slice(spec, "model.layers.3.self_attn.k_proj.weight", 3, 4, false);
   EXPECT_EQ(k->offset, 3 * 128);
   EXPECT_EQ(k->length, 128);
-  const auto o = tp_slice(spec, "model.layers.0.self_attn.o_proj.weight", 1, 4);
+  const auto o = tp_slice(spec, "model.layers.0.self_attn.o_proj.weight", 1, 4, false);
   EXPECT_EQ(o->dim, 1);
   EXPECT_EQ(o->offset, 896);
-  const auto down = tp_slice(spec, "model.layers.0.mlp.down_proj.weight", 3, 4);
+  const auto down = tp_slice(spec, "model.layers.0.mlp.down_proj.weight", 3, 4, false);
   EXPECT_EQ(down->dim, 1);
   EXPECT_EQ(down->offset, 3 * 4736);
   EXPECT_EQ(down->length, 4736);
-  const auto up = tp_slice(spec, "exp_avg.model.layers.0.mlp.up_proj.weight", 1, 4);
+  const auto up = tp_slice(spec, "exp_avg.model.layers.0.mlp.up_proj.weight", 1, 4, false);
   EXPECT_EQ(up->dim, 0);
   EXPECT_EQ(up->offset, 4736);
-  EXPECT_EQ(tp_slice(spec, "lm_head.weight", 1, 4)->offset, 38016);
-  EXPECT_EQ(tp_slice(spec, "model.embed_tokens.weight", 3, 4)->length, 38016);
+  EXPECT_EQ(tp_slice(spec, "lm_head.weight", 1, 4, false)->offset, 38016);
+  EXPECT_EQ(tp_slice(spec, "model.embed_tokens.weight", 3, 4, false)->length, 38016);
   // Replicated: norms; nothing is split at TP 1.
-  EXPECT_FALSE(tp_slice(spec, "model.layers.0.input_layernorm.weight", 1, 4).has_value());
-  EXPECT_FALSE(tp_slice(spec, "model.norm.weight", 1, 4).has_value());
-  EXPECT_FALSE(tp_slice(spec, "lm_head.weight", 0, 1).has_value());
+  EXPECT_FALSE(tp_slice(spec, "model.layers.0.input_layernorm.weight", 1, 4, false).has_value());
+  EXPECT_FALSE(tp_slice(spec, "model.norm.weight", 1, 4, false).has_value());
+  EXPECT_FALSE(tp_slice(spec, "lm_head.weight", 0, 1, false).has_value());
   // Qwen3-30B-A3B (32 heads, 4 K/V heads, head_dim 128) at TP 8, more ranks than K/V heads:
   // ranks 2r and 2r+1 hold K/V head r.
   const core::ModelSpec moe = testing::qwen3_30b_moe();
-  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8)->offset, 2 * 128);
-  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8)->length, 128);
+  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8, false)->offset, 2 * 128);
+  EXPECT_EQ(tp_slice(moe, "model.layers.0.self_attn.v_proj.weight", 5, 8, false)->length, 128);
   // Its experts, the router and the q/k norms stay whole.
-  EXPECT_FALSE(tp_slice(moe, "model.layers.0.mlp.experts.7.up_proj.weight", 0, 2).has_value());
-  EXPECT_FALSE(tp_slice(moe, "model.layers.0.mlp.gate.weight", 0, 2).has_value());
-  EXPECT_FALSE(tp_slice(moe, "model.layers.0.self_attn.q_norm.weight", 0, 2).has_value());
+  EXPECT_FALSE(
+      tp_slice(moe, "model.layers.0.mlp.experts.7.up_proj.weight", 0, 2, false).has_value());
+  EXPECT_FALSE(tp_slice(moe, "model.layers.0.mlp.gate.weight", 0, 2, false).has_value());
+  EXPECT_FALSE(tp_slice(moe, "model.layers.0.self_attn.q_norm.weight", 0, 2, false).has_value());
 }
 
 // The modules a TP rank builds have exactly the slices tp_slice names (meta device: nothing is
@@ -123,7 +124,7 @@ TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
         const QwenModel part(spec, ref_ops(), meta, nullptr, {}, TensorShard{rank, size, nullptr});
         for (const auto& [name, p] : part.named_params()) {
           std::vector<std::int64_t> want = full.at(name);
-          if (const auto s = tp_slice(spec, name, rank, size)) {
+          if (const auto s = tp_slice(spec, name, rank, size, false)) {
             want[static_cast<std::size_t>(s->dim)] = s->length;
             total += p.numel();
           } else if (rank == 0) {
@@ -138,6 +139,48 @@ TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
           << "TP " << size;
     }
   }
+}
+
+// Expert tensor parallelism (ETP = TP): Qwen3-30B-A3B's routed experts (FFN 768) are split like a
+// dense MLP (gate/up by output rows, down by input columns) and the TP group's ranks together hold
+// each expert once; without it the experts stay whole.
+TEST(TensorParallel, ExpertTensorParallelSplitsTheExperts) {
+  const core::ModelSpec moe = testing::qwen3_30b_moe();
+  const std::string expert = "model.layers.5.mlp.experts.100.";
+  const auto up = tp_slice(moe, expert + "up_proj.weight", 1, 2, true);
+  ASSERT_TRUE(up.has_value());
+  EXPECT_EQ(up->dim, 0);
+  EXPECT_EQ(up->offset, 384);
+  EXPECT_EQ(up->length, 384);
+  const auto down = tp_slice(moe, "exp_avg." + expert + "down_proj.weight", 1, 2, true);
+  ASSERT_TRUE(down.has_value());
+  EXPECT_EQ(down->dim, 1);
+  EXPECT_EQ(down->offset, 384);
+  EXPECT_FALSE(tp_slice(moe, "model.layers.5.mlp.gate.weight", 1, 2, true).has_value());
+
+  const core::ModelSpec spec = testing::tiny_moe();
+  const auto meta = at::TensorOptions().dtype(at::kFloat).device(at::kMeta);
+  const QwenModel whole(spec, ref_ops(), meta, nullptr);
+  std::map<std::string, std::vector<std::int64_t>> full;
+  for (const auto& [name, p] : whole.named_params()) full[name] = p.sizes().vec();
+  std::int64_t experts = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    ExpertShard shard;
+    shard.tensor_parallel = true;
+    const QwenModel part(spec, ref_ops(), meta, nullptr, shard, TensorShard{rank, 2, nullptr});
+    for (const auto& [name, p] : part.named_params()) {
+      if (name.find(".mlp.experts.") == std::string::npos) continue;
+      std::vector<std::int64_t> want = full.at(name);
+      const auto s = tp_slice(spec, name, rank, 2, true);
+      ASSERT_TRUE(s.has_value()) << name;
+      want[static_cast<std::size_t>(s->dim)] = spec.moe_ffn_hidden_size / 2;
+      EXPECT_EQ(p.sizes().vec(), want) << name << " rank " << rank;
+      experts += p.numel();
+    }
+  }
+  // 3 matrices of hidden x FFN per expert per MoE layer, once over the group.
+  EXPECT_EQ(experts,
+            spec.moe_layers() * spec.num_experts * 3 * spec.hidden_size * spec.moe_ffn_hidden_size);
 }
 
 TEST(Model, ParameterNamesFollowHuggingFace) {

@@ -129,8 +129,16 @@ TEST(EmbeddedTrainerLayout, RunsDataTensorPipelineAndExpertParallelismOnly) {
             "PP=2 with d's tied embeddings is not built (the first and last stages would share "
             "the embedding); use PP=1");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 2, 2, 1, 1}, false, dense),
-            "the embedded trainer runs data, tensor, pipeline and expert parallelism only; this "
-            "layout needs CP=2 (set them to 1, or run your own trainer with --trainer-cmd)");
+            "the embedded trainer runs data, tensor, pipeline, expert and expert-tensor "
+            "parallelism only; this layout needs CP=2 (set them to 1, or run your own trainer "
+            "with --trainer-cmd)");
+  // Expert tensor parallelism runs with ETP = TP (experts split over the TP group), alone and
+  // with EP; any other ETP is refused.
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 1, 1, 2}, true, moe), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{2, 1, 1, 2, 2, 2}, true, moe), "");
+  EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 1, 2}, false, moe),
+            "ETP=2 with TP=1 is not built: the embedded trainer splits the experts over the TP "
+            "group (set etp=1 or etp=tp)");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 2, 2, 1}, false, dense),
             "EP=2 needs a mixture-of-experts model; d is dense");
   EXPECT_EQ(embedded_trainer_unsupported(ParallelDims{1, 1, 1, 6, 3, 1}, false, moe),

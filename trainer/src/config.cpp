@@ -158,7 +158,9 @@ const std::vector<KeyDef>& key_defs() {
        &C::expert_model_parallel_size, at_least(1),
        "expert-parallel size (EP): each rank of an EP group holds num_experts / EP experts"},
       {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size",
-       &C::expert_tensor_parallel_size, at_least(1), "tensor-parallel size inside an expert (ETP)"},
+       &C::expert_tensor_parallel_size, at_least(1),
+       "tensor-parallel size inside an expert (ETP: 1, or TP to split the experts over the TP "
+       "group)"},
       {"actor_rollout_ref.actor.megatron.sequence_parallel", &C::sequence_parallel, any(),
        "sequence parallelism around the norms (with TP > 1)"},
       {"actor_rollout_ref.rollout.tensor_model_parallel_size",

@@ -19,7 +19,7 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
     const std::int64_t e = expert_index(name);
     if (e >= 0 && model.expert_parallel())
       f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts, f.stage);
-    f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp).has_value();
+    f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp, ctx.par.expert_tp()).has_value();
     out.push_back(std::move(f));
   }
   return out;
@@ -37,8 +37,10 @@ std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& par
 
 namespace {
 
-// The TP slices of `f` from the ranks of its stage's TP group, joined on rank 0 (every rank when
-// `to_all`); `mine` is this rank's slice (undefined when it holds none).
+// The TP slices of `f` from the ranks holding them, joined on rank 0 (every rank when `to_all`);
+// `mine` is this rank's slice (undefined when it holds none). Slice t is on rank owner + t: TP
+// (and ETP, which equals it when the experts are split) is the rank map's innermost dimension, so
+// a TP group is consecutive ranks starting at the owner (its stage's, or the expert's EP member).
 core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tensor& mine,
                            bool to_all,
                            const std::function<void(const FullTensor&, const at::Tensor&)>& sink) {
@@ -46,9 +48,8 @@ core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tenso
   const bool wants = to_all || ctx.rank == 0;
   at::Tensor whole = wants ? at::empty(f.shape, at::kFloat) : at::Tensor();
   for (int t = 0; t < size; ++t) {
-    const int src = ctx.par.stage_tp_members.at(static_cast<std::size_t>(f.stage))
-                        .at(static_cast<std::size_t>(t));
-    const TpSlice s = *tp_slice(ctx.spec, f.name, t, size);
+    const int src = f.owner + t;
+    const TpSlice s = *tp_slice(ctx.spec, f.name, t, size, ctx.par.expert_tp());
     std::vector<std::int64_t> shape = f.shape;
     shape[static_cast<std::size_t>(s.dim)] = s.length;
     at::Tensor buf = ctx.rank == src && mine.defined() ? mine.detach().to(at::kFloat).clone()
@@ -87,11 +88,15 @@ core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
   return core::ok_status();
 }
 
+std::optional<TpSlice> own_slice(const RunContext& ctx, const FullTensor& f) {
+  if (!f.sliced) return std::nullopt;
+  return tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp, ctx.par.expert_tp());
+}
+
 void keep_part(const RunContext& ctx, const FullTensor& f, const at::Tensor& whole,
                at::Tensor& local) {
-  if (f.sliced) {
-    const TpSlice s = *tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp);
-    local.copy_(whole.narrow(s.dim, s.offset, s.length));
+  if (const auto s = own_slice(ctx, f)) {
+    local.copy_(whole.narrow(s->dim, s->offset, s->length));
   } else {
     local.copy_(whole);
   }

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "grpo/core/result.h"
+#include "grpo/trainer/tensor_parallel.h"
 #include "run_context.h"
 
 namespace grpo::trainer {
@@ -21,7 +23,7 @@ struct FullTensor {
   // The global rank that holds it: rank 0's pipeline member of the stage that trains it (an
   // expert's: a rank of that member's EP group).
   int owner = 0;
-  // Split over TP (tp_slice): the ranks of that member's TP group each hold a slice.
+  // Split over TP (tp_slice): the ranks of the owner's TP group each hold a slice.
   bool sliced = false;
   int stage = 0;  // the pipeline stage that trains it (ParallelState::stage_of)
 };
@@ -51,6 +53,9 @@ core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
 // share for which part a rank keeps.
 void keep_part(const RunContext& ctx, const FullTensor& f, const at::Tensor& whole,
                at::Tensor& local);
+
+// The slice of `f` this rank holds (nullopt: all of it, or f is not split).
+std::optional<TpSlice> own_slice(const RunContext& ctx, const FullTensor& f);
 
 // Not collective: every rank takes its part (keep_part) of every `full` entry it holds in
 // `local` from its own `source` (the full tensors, as this rank read them from a checkpoint).

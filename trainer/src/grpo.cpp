@@ -215,10 +215,10 @@ core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communic
     at::Tensor& p_ref = const_cast<at::Tensor&>(p);
     if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
     at::Tensor grad = p_ref.grad();
-    if (g.sliced(name)) {
-      sliced.push_back(grad);
-    } else if (expert_index(name) >= 0) {
+    if (expert_index(name) >= 0) {
       experts.push_back(grad);
+    } else if (g.sliced(name)) {
+      sliced.push_back(grad);
     } else if (g.sequence_partial && g.sequence_partial(name)) {
       rows.push_back(grad);
     } else {
@@ -234,12 +234,18 @@ core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communic
   }
   if (!experts.empty()) GRPO_TRY_STATUS(reduce_buckets(experts, g.edp, bucket_bytes, g.replicas));
   // Replicated parameters count once; each slice lives on one rank of the TP group, each expert
-  // on one rank of the EP group.
-  at::Tensor sq_tp = squared_norm(sliced);
-  if (g.tp != nullptr) GRPO_TRY_STATUS(g.tp->allreduce_sum(sq_tp));
+  // on one rank of the EP group (its slices, with expert_tp, on the TP group of that rank).
   at::Tensor sq_ep = squared_norm(experts);
   if (g.ep != nullptr) GRPO_TRY_STATUS(g.ep->allreduce_sum(sq_ep));
-  at::Tensor sq = squared_norm(whole) + squared_norm(rows) + sq_tp + sq_ep;
+  at::Tensor sq_tp = squared_norm(sliced);
+  at::Tensor sq = squared_norm(whole) + squared_norm(rows);
+  if (g.expert_tp) {
+    sq_tp = sq_tp + sq_ep;
+  } else {
+    sq = sq + sq_ep;
+  }
+  if (g.tp != nullptr) GRPO_TRY_STATUS(g.tp->allreduce_sum(sq_tp));
+  sq = sq + sq_tp;
   if (g.pp != nullptr) GRPO_TRY_STATUS(g.pp->allreduce_sum(sq));
   const double total = std::sqrt(sq.item<double>());
   for (auto* set : {&sliced, &whole, &rows, &experts}) clip(*set, total, max_norm);

@@ -135,8 +135,7 @@ core::Status load_hf_weights(RunContext& ctx, const fs::path& dir,
   HfParts parts;
   for (const FullTensor& f : full) {
     if (mine.count(f.name) == 0) continue;  // another rank's expert
-    parts[f.name] =
-        f.sliced ? tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp) : std::nullopt;
+    parts[f.name] = own_slice(ctx, f);
   }
   HfReadStats stats;
   auto read = read_hf_parts(dir, full, parts, ctx.spec.tied_embeddings, &stats);

@@ -144,6 +144,7 @@ MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options
       top_k(spec.experts_per_token),
       expert_begin(shard.begin),
       ep_group(shard.group),
+      expert_tp(shard.tensor_parallel && tp_in.size > 1),
       norm_topk_prob(spec.norm_topk_prob),
       load(static_cast<std::size_t>(spec.num_experts), 0) {
   const std::int64_t h = spec.hidden_size;
@@ -152,7 +153,8 @@ MoeBlock::MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options
   auto holder = register_module("experts", std::make_shared<torch::nn::Module>("Experts"));
   const std::int64_t end = shard.end < 0 ? spec.num_experts : shard.end;
   for (std::int64_t e = shard.begin; e < end; ++e) {
-    experts.push_back(std::make_shared<SwiGlu>(h, spec.moe_ffn_hidden_size, options));
+    experts.push_back(std::make_shared<SwiGlu>(h, spec.moe_ffn_hidden_size, options,
+                                               expert_tp ? tp : TensorShard{}));
     holder->register_module(std::to_string(e), experts.back());
   }
   if (spec.num_shared_experts > 0) {
@@ -178,24 +180,9 @@ at::Tensor MoeBlock::forward(const kernels::Ops& ops, const at::Tensor& x, const
     router_logits = router_logits + bias;
   }
   kernels::RouterOutput r = ops.route(router_logits, top_k, norm_topk_prob, valid);
-  at::Tensor out = ep_group != nullptr ? experts_parallel(x, r) : at::zeros_like(x);
-  if (ep_group == nullptr) {
-    // The router's permutation groups the (token, slot) pairs by expert: one gather, each expert on
-    // its contiguous slice, one scatter-add (in expert order per token, as a per-expert loop adds).
-    at::Tensor offsets = r.expert_offsets.to(at::kCPU);
-    const auto* off = offsets.data_ptr<std::int64_t>();
-    at::Tensor x_sorted = x.index_select(0, r.sorted_tokens);
-    at::Tensor w_sorted =
-        r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
-    std::vector<at::Tensor> ys;
-    for (std::int64_t e = 0; e < num_experts; ++e) {
-      const std::int64_t begin = off[e];
-      const std::int64_t count = off[e + 1] - begin;
-      if (count == 0) continue;
-      ys.push_back(experts[static_cast<std::size_t>(e)]->forward(x_sorted.narrow(0, begin, count)));
-    }
-    if (!ys.empty()) out = out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
-  }
+  at::Tensor out = expert_tp             ? experts_tensor_parallel(x, r)
+                   : ep_group != nullptr ? experts_parallel(x, r)
+                                         : experts_local(x, r);
   if (shared_expert) {
     // Under sequence parallelism the (TP-split) shared expert runs on the gathered sequence.
     at::Tensor s =
@@ -248,6 +235,42 @@ void MoeBlock::sequence_parallel_aux(const at::Tensor& probs, const at::Tensor& 
                  static_cast<double>(real);
   *aux = *aux + static_cast<double>(num_experts) *
                     (f * (prob_sum / static_cast<double>(real))).sum().to(aux->scalar_type());
+}
+
+at::Tensor MoeBlock::experts_local(const at::Tensor& x, const kernels::RouterOutput& r) const {
+  // The router's permutation groups the (token, slot) pairs by expert: one gather, each expert on
+  // its contiguous slice, one scatter-add (in expert order per token, as a per-expert loop adds).
+  at::Tensor offsets = r.expert_offsets.to(at::kCPU);
+  const auto* off = offsets.data_ptr<std::int64_t>();
+  at::Tensor x_sorted = x.index_select(0, r.sorted_tokens);
+  at::Tensor w_sorted =
+      r.weights.reshape({-1}).index_select(0, r.sorted_pairs).to(x.scalar_type()).unsqueeze(1);
+  std::vector<at::Tensor> ys;
+  for (std::int64_t e = 0; e < num_experts; ++e) {
+    const std::int64_t begin = off[e];
+    const std::int64_t count = off[e + 1] - begin;
+    if (count == 0) continue;
+    ys.push_back(experts[static_cast<std::size_t>(e)]->forward(x_sorted.narrow(0, begin, count)));
+  }
+  at::Tensor out = at::zeros_like(x);
+  return ys.empty() ? out : out.index_add(0, r.sorted_tokens, at::cat(ys) * w_sorted);
+}
+
+at::Tensor MoeBlock::experts_tensor_parallel(const at::Tensor& x,
+                                             const kernels::RouterOutput& r) const {
+  // Megatron-Core's expert tensor parallelism (ETP = TP): the TP group's rows, their routing
+  // weights (differentiably) and chosen experts are all-gathered, every rank runs its slice of
+  // the experts (column-parallel gate/up, row-parallel down) on all of them, over the EP group
+  // when there is one, and the partial outputs are reduce-scattered back onto each rank's rows.
+  // The router, its aux loss and the load counts stay with the rank's own rows.
+  Communicator& group = *tp.group;
+  kernels::RouterOutput all;
+  all.weights = gather_rows(r.weights, group);
+  kernels::group_by_expert(gather_rows(r.indices, group), num_experts, &all);
+  const at::Tensor rows = gather_rows(x, group);
+  const at::Tensor partial =
+      ep_group != nullptr ? experts_parallel(rows, all) : experts_local(rows, all);
+  return reduce_scatter_rows(partial, group);
 }
 
 at::Tensor MoeBlock::experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const {
@@ -422,7 +445,7 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
   const QwenModel whole(spec, ops, options.device(at::kMeta), nullptr);
   for (const auto& [name, meta] : whole.named_params()) {
     auto it = mine.find(name);
-    const auto slice = tp_slice(spec, name, tp_.rank, tp_.size);
+    const auto slice = tp_slice(spec, name, tp_.rank, tp_.size, shard_.tensor_parallel);
     if (it != mine.end() && !slice) {
       init(name, it->second);
       continue;

@@ -106,6 +106,7 @@ void TrainingRun::setup() {
     const auto [first, last] = ctx_.par.local_experts(ctx_.spec.num_experts);
     shard = ExpertShard{first, last, ctx_.par.ep.get()};
   }
+  shard.tensor_parallel = ctx_.par.expert_tp();
   state_.model =
       std::make_shared<QwenModel>(ctx_.spec, ops, opts, &init_gen, shard, ctx_.par.tensor_shard());
   // Under PP every rank keeps every layer (the rollout's weights, share_stage_weights) but trains

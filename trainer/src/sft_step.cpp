@@ -20,7 +20,7 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   tensors.tp = ctx.par.tp.get();
   tensors.replicas = ctx.par.data_ranks();
   tensors.sliced = [&](const std::string& name) {
-    return tp_slice(ctx.spec, name, tp.rank, tp.size).has_value();
+    return tp_slice(ctx.spec, name, tp.rank, tp.size, ctx.par.expert_tp()).has_value();
   };
   if (tp.sp()) {
     tensors.sequence_partial = [&](const std::string& name) {
@@ -29,6 +29,7 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   }
   tensors.edp = ctx.par.edp.get();
   tensors.ep = ctx.par.ep.get();
+  tensors.expert_tp = ctx.par.expert_tp();
   tensors.pp = ctx.par.pp.get();
   tensors.rows = ctx.par.stage_ranks.get();
   // The optimizer's parameters are this rank's stage's (every parameter without PP).

@@ -78,8 +78,8 @@ at::Tensor unpad(const at::Tensor& rows, const SequenceSplit& split) {
 }  // namespace
 
 bool sequence_partial(const core::ModelSpec& spec, const std::string& name) {
-  if (tp_slice(spec, name, 0, 2)) return false;
   if (name.find(".experts.") != std::string::npos) return false;
+  if (tp_slice(spec, name, 0, 2, false)) return false;
   return !ends_with(name, "q_norm.weight") && !ends_with(name, "k_norm.weight");
 }
 
@@ -119,7 +119,7 @@ at::Tensor sp_reduce_scatter(const at::Tensor& y, const SequenceSplit& split,
 }
 
 std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
-                                int size) {
+                                int size, bool expert_tp) {
   if (size <= 1) return std::nullopt;
   const std::int64_t hd = spec.head_dim;
   const std::int64_t heads = spec.num_attention_heads / size;
@@ -139,8 +139,16 @@ std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& 
     return TpSlice{0, rank * ffn, ffn};
   }
   if (ends_with(name, ".mlp.down_proj.weight")) return TpSlice{1, rank * ffn, ffn};
+  // The routed experts are split like a dense MLP with ETP = TP, else whole (ETP = 1).
+  if (expert_tp && name.find(".mlp.experts.") != std::string::npos) {
+    const std::int64_t moe = spec.moe_ffn_hidden_size / size;
+    if (ends_with(name, ".gate_proj.weight") || ends_with(name, ".up_proj.weight")) {
+      return TpSlice{0, rank * moe, moe};
+    }
+    if (ends_with(name, ".down_proj.weight")) return TpSlice{1, rank * moe, moe};
+  }
   // The shared expert is split like a dense MLP (Megatron-Core's SharedExpertMLP is column/row
-  // parallel over TP); the routed experts are whole (ETP = 1).
+  // parallel over TP).
   const std::int64_t shared = spec.num_shared_experts * spec.shared_expert_ffn_hidden_size / size;
   if (ends_with(name, ".shared_expert.gate_proj.weight") ||
       ends_with(name, ".shared_expert.up_proj.weight")) {

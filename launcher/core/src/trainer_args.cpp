@@ -101,11 +101,17 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
       missing += (missing.empty() ? "" : ", ") + std::string(name) + "=" + std::to_string(v);
   };
   need(d.cp, "CP");
-  need(d.etp, "ETP");
   if (!missing.empty()) {
-    return "the embedded trainer runs data, tensor, pipeline and expert parallelism only; this "
-           "layout needs " +
+    return "the embedded trainer runs data, tensor, pipeline, expert and expert-tensor "
+           "parallelism only; this layout needs " +
            missing + " (set them to 1, or run your own trainer with --trainer-cmd)";
+  }
+  if (d.etp > 1 && d.etp != d.tp) {
+    // Each expert is split over the TP group, which gathers its rows for the experts (Megatron-
+    // Core's general ETP, a separate expert-TP group inside the EP x ETP grid, is not built).
+    return "ETP=" + std::to_string(d.etp) + " with TP=" + std::to_string(d.tp) +
+           " is not built: the embedded trainer splits the experts over the TP group (set etp=1 "
+           "or etp=tp)";
   }
   if (d.pp > 1 && model.tied_embeddings) {
     // Megatron-Core keeps a copy of the embedding on the last stage and sums the two gradients
@@ -125,7 +131,7 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
     auto divides = [&](std::int64_t n) { return n % d.tp == 0; };
     const std::int64_t kv = model.num_kv_heads;
     // The dense FFN is split only where there are dense layers, the shared experts like it; the
-    // routed experts are whole (ETP = 1).
+    // routed experts only with ETP = TP (the planner checks their width divides ETP).
     const bool dense_ffn = !model.is_moe() || model.first_k_dense_layers > 0;
     const std::int64_t shared = model.num_shared_experts * model.shared_expert_ffn_hidden_size;
     // TP above the K/V heads (Megatron-Core replicates them) is not built: the replicas'
@@ -140,6 +146,10 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
              "): the embedded trainer needs TP to divide the heads, K/V heads, FFN and "
              "vocabulary";
     }
+  }
+  if (d.etp > 1 && model.moe_ffn_hidden_size % d.etp != 0) {
+    return "ETP=" + std::to_string(d.etp) + " does not split the experts' FFN width " +
+           std::to_string(model.moe_ffn_hidden_size) + " of " + model.name;
   }
   if (d.ep > 1 && !model.is_moe()) {
     return "EP=" + std::to_string(d.ep) + " needs a mixture-of-experts model; " + model.name +

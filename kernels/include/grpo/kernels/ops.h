@@ -93,6 +93,11 @@ class Ops {
                                         const PolicyLossParams& params) const = 0;
 };
 
+// The permutation fields of `out` (expert_offsets, sorted_tokens, sorted_pairs) for the chosen
+// experts `indices` [N, k] of `experts`: what route() returns with them. For callers that route
+// rows gathered from other ranks (expert tensor parallelism).
+void group_by_expert(const at::Tensor& indices, std::int64_t experts, RouterOutput* out);
+
 // The KL estimate per token from log-probs under the policy and the reference, as verl's
 // kl_penalty computes it (low_var_kl clamped to [-10, 10]).
 at::Tensor kl_penalty(const at::Tensor& logprob, const at::Tensor& ref_logprob, KlType type);

@@ -100,9 +100,10 @@ struct ExpertGroups {
 // sequence parallelism (sequence_partial set) the replicated parameters it names saw only this
 // rank's rows: they are summed over the stage's ranks (TP x DP: `rows`, or the whole world when
 // null), divided by `replicas`.
-// With an MoE model the experts (whole on each rank, ETP = 1) are summed over `edp` (the ranks
-// holding the same experts, null when none) and divided by `replicas`; their squares are summed
-// over `ep` (null without EP: every rank then holds every expert) in the norm. Under pipeline
+// With an MoE model the experts (whole on each rank, or with `expert_tp` this rank's TP slices)
+// are summed over `edp` (the ranks holding the same experts or slices, null when none) and
+// divided by `replicas`; their squares are summed over `ep` (null without EP: every rank then
+// holds every expert), and with `expert_tp` over `tp` too, in the norm. Under pipeline
 // parallelism (also without TP) the parameters are this rank's stage's and the squares are
 // summed over the pipeline `pp` too.
 struct TensorGroups {
@@ -113,6 +114,7 @@ struct TensorGroups {
   std::function<bool(const std::string&)> sequence_partial;  // empty without SP
   Communicator* edp = nullptr;
   Communicator* ep = nullptr;
+  bool expert_tp = false;
   Communicator* pp = nullptr;
   Communicator* rows = nullptr;  // the ranks of this pipeline stage; null: the world
 };

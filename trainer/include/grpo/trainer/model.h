@@ -44,10 +44,13 @@ struct ExpertLoad {
 // Expert parallelism: this rank holds experts [begin, end) of every MoE layer (registered under
 // their global index, "mlp.experts.5.up_proj.weight") and exchanges tokens with the other ranks
 // of `group` (expert_parallel.h). The default holds every expert and exchanges nothing.
+// Expert tensor parallelism (`tensor_parallel`, ETP = TP under sequence parallelism): each expert
+// is split over the TP group like a dense MLP (tp_slice) and runs on the whole TP group's rows.
 struct ExpertShard {
   std::int64_t begin = 0;
   std::int64_t end = -1;          // -1: num_experts
   Communicator* group = nullptr;  // the EP group; null: every expert is local
+  bool tensor_parallel = false;   // ETP = TP
 };
 
 class Linear : public torch::nn::Module {
@@ -108,7 +111,8 @@ class Attention : public torch::nn::Module {
 class MoeBlock : public torch::nn::Module {
  public:
   // `tp`: with sequence parallelism the layer sees this rank's rows of the micro batch and
-  // computes the aux loss over the TP group's (experts are not split over TP: ETP = 1).
+  // computes the aux loss over the TP group's. The experts are whole (ETP = 1) unless
+  // shard.tensor_parallel (ETP = TP, which needs sequence parallelism).
   MoeBlock(const core::ModelSpec& spec, const at::TensorOptions& options, const ExpertShard& shard,
            const TensorShard& tp = {});
   // x [N, H]; valid [N] bool marks the tokens that count for the aux loss and the load stats
@@ -124,14 +128,20 @@ class MoeBlock : public torch::nn::Module {
   std::int64_t num_experts, top_k;
   std::int64_t expert_begin = 0;
   Communicator* ep_group = nullptr;
+  bool expert_tp = false;  // ETP = TP: this rank holds its TP slice of every local expert
   bool norm_topk_prob;
   bool collect_load = false;
   std::vector<std::int64_t> load;  // accumulated tokens per expert while collect_load
   double force_bias = 0.0;         // fault injection: added to expert 0's router logit
 
  private:
-  // The expert outputs of x's tokens, weighted, with experts spread over the EP group.
+  // The expert outputs of x's tokens, weighted: every expert here (experts_local), or spread over
+  // the EP group (experts_parallel); with ETP this rank's slices' partial outputs.
+  at::Tensor experts_local(const at::Tensor& x, const kernels::RouterOutput& r) const;
   at::Tensor experts_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const;
+  // ETP: the experts run on the TP group's rows (gathered), their partial outputs summed back
+  // onto this rank's rows.
+  at::Tensor experts_tensor_parallel(const at::Tensor& x, const kernels::RouterOutput& r) const;
   // The aux loss under sequence parallelism (probs: the valid rows' router probabilities).
   void sequence_parallel_aux(const at::Tensor& probs, const at::Tensor& counts, at::Tensor* aux);
 };

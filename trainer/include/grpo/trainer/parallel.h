@@ -44,6 +44,8 @@ struct ParallelState {
   std::vector<std::vector<int>> stage_ep_members;
 
   int ep_size() const { return dims.ep; }
+  // Expert tensor parallelism (ETP = TP): the experts are split over the TP group like a dense MLP.
+  bool expert_tp() const { return dims.etp > 1; }
   // This rank's tensor shard (TP rank, size, group); the default without TP.
   TensorShard tensor_shard() const;
   // The data-parallel replica this rank belongs to and how many there are: the ranks of one TP

@@ -45,14 +45,15 @@ struct TpSlice {
 
 // Which slice of the unsharded parameter `name` (a Hugging Face name, optionally behind a prefix
 // such as "exp_avg.") rank `rank` of a TP group of `size` holds; nullopt when every rank holds it
-// whole (norms, the router, the routed experts, the shared expert's gate); the shared expert is
-// split like a dense MLP. core::embedded_trainer_unsupported says
+// whole (norms, the router, the shared expert's gate, the routed experts unless `expert_tp`);
+// the shared expert is split like a dense MLP, and so are the routed experts with `expert_tp`
+// (expert tensor parallelism with ETP = TP). core::embedded_trainer_unsupported says
 // which sizes split a model. K/V heads are split when there are at
 // least `size` of them, else each rank holds one, replicated (rank r holds head r / (size / kv)),
 // as Megatron-Core does when TP exceeds the query groups (the embedded trainer refuses that
 // layout: the reduction of the replicas' gradients is not built).
 std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
-                                int size);
+                                int size, bool expert_tp);
 
 // Whether a parameter held whole on every TP rank sees only this rank's sequence rows under
 // sequence parallelism (the layer norms, the final norm, the MoE router, the shared expert's

@@ -53,9 +53,9 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 // dense FFN width and vocabulary split Megatron's way: TP must divide the heads, the K/V heads,
 // the FFN width of dense layers and the vocabulary; K/V replication is not built), with or
 // without sequence parallelism, and TP with EP for MoE models (with sequence parallelism, as
-// Megatron-Core requires; experts whole on each rank, ETP = 1) and pipeline parallelism (1F1B,
-// even or uneven stages; not with tied embeddings); context and expert-tensor parallelism are
-// not built yet.
+// Megatron-Core requires; experts whole on each rank, or split over the TP group with ETP = TP)
+// and pipeline parallelism (1F1B, even or uneven stages; not with tied embeddings); context
+// parallelism and an ETP other than 1 or TP are not built yet.
 std::string embedded_trainer_unsupported(const ParallelDims& dims, bool sequence_parallel,
                                          const ModelSpec& model);
 
