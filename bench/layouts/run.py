@@ -50,15 +50,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 LAUNCH = os.path.join(BUILD, "bin", "grpo-launch")
 TRAINER = os.path.join(BUILD, "bin", "grpo-trainer")
-# (model, ranks, TP, EP, SP, PP)
-CASES = [("tiny-moe", 2, 1, 1, False, 1), ("tiny-moe", 2, 1, 2, False, 1),
-         ("tiny-moe", 4, 1, 1, False, 1), ("tiny-moe", 4, 1, 2, False, 1),
-         ("tiny-moe", 4, 1, 4, False, 1), ("tiny-moe", 2, 2, 1, True, 1),
-         ("tiny-moe", 4, 2, 2, True, 1), ("tiny-moe", 4, 2, 4, True, 1),
-         ("tiny-dense", 2, 1, 1, False, 1), ("tiny-dense", 2, 2, 1, False, 1),
-         ("tiny-dense", 2, 2, 1, True, 1), ("tiny-dense", 4, 2, 1, False, 1),
-         ("tiny-dense", 2, 1, 1, False, 2), ("tiny-dense", 4, 1, 1, False, 2),
-         ("tiny-moe", 4, 1, 2, False, 2)]
+# (model, ranks, TP, EP, SP, PP, ETP)
+CASES = [("tiny-moe", 2, 1, 1, False, 1, 1), ("tiny-moe", 2, 1, 2, False, 1, 1),
+         ("tiny-moe", 4, 1, 1, False, 1, 1), ("tiny-moe", 4, 1, 2, False, 1, 1),
+         ("tiny-moe", 4, 1, 4, False, 1, 1), ("tiny-moe", 2, 2, 1, True, 1, 1),
+         ("tiny-moe", 4, 2, 2, True, 1, 1), ("tiny-moe", 4, 2, 4, True, 1, 1),
+         ("tiny-moe", 2, 2, 1, True, 1, 2), ("tiny-moe", 4, 2, 2, True, 1, 2),
+         ("tiny-dense", 2, 1, 1, False, 1, 1), ("tiny-dense", 2, 2, 1, False, 1, 1),
+         ("tiny-dense", 2, 2, 1, True, 1, 1), ("tiny-dense", 4, 2, 1, False, 1, 1),
+         ("tiny-dense", 2, 1, 1, False, 2, 1), ("tiny-dense", 4, 1, 1, False, 2, 1),
+         ("tiny-moe", 4, 1, 2, False, 2, 1)]
 GIB = 1 << 30
 METRIC_BYTES = 128  # the step's metrics all-reduced over the world: at most 16 doubles
 
@@ -67,11 +68,11 @@ def flag(sp):
     return "true" if sp else "false"
 
 
-def planner(model, world, tp, ep, sp, pp):
+def planner(model, world, tp, ep, sp, pp, etp):
     dp = world // (tp * pp)
     out = subprocess.run(
         [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--set", f"gpus_per_node={world}",
-         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", "etp=1", "--set", f"dp={dp}",
+         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", f"etp={etp}", "--set", f"dp={dp}",
          "--set", f"pp={pp}",
          "--set",
          f"sequence_parallel={flag(sp)}", "--set", "distributed_optimizer=false", "--format",
@@ -85,24 +86,28 @@ def planner(model, world, tp, ep, sp, pp):
                                                   ("optimizer_bytes", "actor optimizer states"))}
     optimizer_steps = w["train_batch_size"] / w["ppo_mini_batch_size"] * w["ppo_epochs"]
     want["grad_reduce_bytes"] = round(plan["cost"]["comm_bytes"]["dp"] / optimizer_steps)
-    rows = (w["train_batch_size"] * w["rollout_n"] *
-            (w["max_prompt_length"] + w["max_response_length"]) / dp / (tp if sp else 1))
+    # The rows a rank dispatches to its experts: its own under SP, the TP group's with ETP = TP.
+    replica_rows = (w["train_batch_size"] * w["rollout_n"] *
+                    (w["max_prompt_length"] + w["max_response_length"]) / dp)
+    rows = replica_rows / (tp // etp if sp else 1)
     lp = 2 if w["use_kl_loss"] else 1  # log-prob passes: old, and the reference's with KL
     count = 2 * (3 - 1) * w["ppo_epochs"] + 2 * lp
     tokens = plan["layout"]["micro_batch"] * (w["max_prompt_length"] + w["max_response_length"])
     want["activation_bytes_per_row"] = (items["activations"] + items["logits"]) * GIB / tokens
     want["ep_bytes_per_row"] = plan["cost"]["comm_bytes"]["ep"] * 4 / (count * rows)
-    # TP (sequence parallelism off): the cost model's collectives per step are L x count + ends
-    # (docs/cost-model.md "Tensor parallel"); a training pass (forward and backward) is 4L + 2.
+    # TP: the cost model's collectives per step are L x count + ends, plus L_moe x count / 2
+    # with ETP (docs/cost-model.md "Tensor parallel"); a training pass (forward and backward) is
+    # 4L + 2, plus 2 L_moe with ETP.
     layers = j["model"]["layers"]
+    moe_layers = layers - j["model"].get("first_k_dense_layers", 0) if etp > 1 else 0
     ends = 2 * w["ppo_epochs"] + lp
-    tp_rows = rows * (tp if sp else 1)  # a TP collective moves the whole sequence's rows
-    want["tp_bytes_per_row"] = (plan["cost"]["comm_bytes"]["tp"] * (4 * layers + 2) /
-                                ((layers * count + ends) * tp_rows))
+    tp_rows = replica_rows  # a TP collective moves the whole sequence's rows
+    want["tp_bytes_per_row"] = (plan["cost"]["comm_bytes"]["tp"] * (4 * layers + 2 + 2 * moe_layers)
+                                / ((layers * count + ends + moe_layers * count / 2) * tp_rows))
     # PP (docs/cost-model.md "Pipeline point-to-point"): (2 + lp) sends per micro batch per
     # epoch, each of the micro batch's rows (/ TP under SP): bytes per row and send.
     want["pp_bytes_per_row"] = plan["cost"]["comm_bytes"]["pp"] / (
-        rows * (tp if sp else 1) * w["ppo_epochs"] * (2 + lp))
+        replica_rows * w["ppo_epochs"] * (2 + lp))
     return want
 
 
@@ -112,7 +117,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def trainer(model, world, tp, ep, sp, pp):
+def trainer(model, world, tp, ep, sp, pp, etp):
     port = free_port()
     with tempfile.TemporaryDirectory() as d:
         procs = []
@@ -130,6 +135,8 @@ def trainer(model, world, tp, ep, sp, pp):
                     "--set", f"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size={pp}",
                     "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1",
                     "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}",
+                    "--set",
+                    f"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size={etp}",
                     "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
                     "--set", f"actor_rollout_ref.actor.megatron.sequence_parallel={flag(sp)}"]
             procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
@@ -138,21 +145,21 @@ def trainer(model, world, tp, ep, sp, pp):
             out, _ = p.communicate(timeout=600)
             if p.returncode != 0:
                 sys.exit(f"grpo-trainer exited {p.returncode}: {model} on {world} ranks, TP={tp} "
-                         f"EP={ep} PP={pp}")
+                         f"EP={ep} PP={pp} ETP={etp}")
             events += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
         return ([e for e in events if e.get("type") == "layout"],
                 [e for e in events if e.get("type") == "step"])
 
 
 def main():
-    print("| model | ranks | TP | EP | SP | PP | item | planner (bytes per device) | measured "
-          "(bytes per rank) | equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | ranks | TP | EP | SP | PP | ETP | item | planner (bytes per device) | "
+          "measured (bytes per rank) | equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
-    for model, world, tp, ep, sp, pp in CASES:
-        want = planner(model, world, tp, ep, sp, pp)
-        got, steps = trainer(model, world, tp, ep, sp, pp)
-        head = f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {pp} |"
+    for model, world, tp, ep, sp, pp, etp in CASES:
+        want = planner(model, world, tp, ep, sp, pp, etp)
+        got, steps = trainer(model, world, tp, ep, sp, pp, etp)
+        head = f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {pp} | {etp} |"
         reduced = sorted({sum(e["comm_bytes"].get(k, 0) for k in
                               ("dp.allreduce", "edp.allreduce", "world.allreduce")) for e in steps})
         # 5%, and at least the step metrics' own all-reduce over the world (a few doubles,
@@ -165,7 +172,7 @@ def main():
               f"{'within 5%' if close else 'NO'} |")
         if ep > 1:
             sent = sum(e["comm_bytes"].get("ep.alltoall", 0) for e in steps)
-            rows = sum(e["train_rows"] / (tp if sp else 1) for e in steps)
+            rows = sum(e["train_rows"] / (tp // etp if sp else 1) for e in steps)
             expect = round(want["ep_bytes_per_row"] * rows)
             close = sent > 0 and abs(sent - expect) <= 0.05 * expect
             ok &= close

@@ -39,7 +39,7 @@
 # Alternatives
 #   2. TP=2 PP=1 DP=4 EP=8 ETP=1, rollout TP=4, micro batch 8, offload params+cpu-optimizer, recompute none: step 443 s, training 71.6 GiB, rollout 50.0 GiB
 #   3. TP=1 PP=2 DP=4 EP=4 ETP=1, rollout TP=4, micro batch 4, offload params+cpu-optimizer, recompute none: step 445 s, training 64.6 GiB, rollout 50.0 GiB
-#   4. TP=2 PP=1 DP=4 EP=4 ETP=2, rollout TP=4, micro batch 8, offload params+cpu-optimizer, recompute none: step 449 s, training 66.5 GiB, rollout 50.0 GiB
+#   4. TP=2 PP=2 DP=2 EP=4 ETP=1, rollout TP=4, micro batch 8, offload params+cpu-optimizer, recompute none: step 453 s, training 62.4 GiB, rollout 50.0 GiB
 #
 # Rejected
 #   TP=8: KV_HEADS_NOT_DIVISIBLE, 4 KV heads (query groups) are not divisible by TP = 8 (Megatron-Core 0.15)

@@ -149,13 +149,18 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
   // each moving the activations [tokens, hidden]; and outside the layers the vocabulary-parallel
   // embedding's all-reduce in every forward and the LM head input's in every backward (one stage
   // holds either with PP: the first stage's embedding, the larger count, is charged).
+  // Expert tensor parallelism (ETP = TP, the embedded trainer's form) adds one such collective
+  // per MoE layer and pass: the TP group's rows gathered for the split experts and their partial
+  // outputs reduce-scattered back (the pair moves what one all-reduce moves).
   const double rank_tokens = tokens / (static_cast<double>(d.dp) * d.cp);
   const double stage_layers = layers / d.pp;
   if (d.tp > 1) {
     const double bw = group_bandwidth(c, d.tp, 1);
     const double per_layer = 2.0 * (passes - 1.0) * epochs + 2.0 * logprob_passes;
     const double ends = d.pp > 1 ? epochs + logprob_passes : 2.0 * epochs + logprob_passes;
-    const double collectives = stage_layers * per_layer + ends;
+    const double expert_tp =
+        m.is_moe() && d.etp > 1 ? static_cast<double>(m.moe_layers()) / d.pp * per_layer / 2.0 : 0;
+    const double collectives = stage_layers * per_layer + ends + expert_tp;
     e.tp_comm_s = ring_time(rank_tokens * h * wb, d.tp, bw) * collectives;
     e.bytes.tp = rank_tokens * h * wb * collectives;
   }
@@ -163,7 +168,9 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
   if (m.is_moe() && d.ep > 1) {
     const double moe_layers = static_cast<double>(m.moe_layers()) / d.pp;
     const double k = static_cast<double>(m.experts_per_token);
-    const double bytes = rank_tokens / (l.sequence_parallel ? d.tp : 1) * k * h * wb;
+    // Under SP a rank dispatches its own rows; with ETP = TP the TP group's (gathered first).
+    const double rows = rank_tokens / (l.sequence_parallel ? static_cast<double>(d.tp) / d.etp : 1);
+    const double bytes = rows * k * h * wb;
     const int span = d.ep * d.etp;
     const double local_frac = std::min(1.0, static_cast<double>(c.gpus_per_node) / span);
     const double remote = span <= c.gpus_per_node ? 0.0 : 1.0 - local_frac;
