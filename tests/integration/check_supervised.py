@@ -3,6 +3,7 @@
 
 usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]... [--allow CLASS]...
                            [--attempts N] [--world-size N] [--excluded NODE] [--replanned NODES]
+                           [--layout KEY=VALUE]... [--layout-events N] [--step-bytes KIND]...
                            [--summary]
 
 - the log is whole JSON lines with increasing seq, and ends with run_finished{exit_code: CODE}
@@ -22,6 +23,9 @@ usage: check_supervised.py RUN_DIR [--exit CODE] [--sha SHA] [--failure CLASS]..
 - --replanned NODES: every rank of the first attempt ran plan.json's layout (TP, PP, EP) and every
   rank of the last attempt the layout re-planned for NODES nodes (supervisor.json `replans`, the
   verl keys the supervisor passes), with DP = its world size / (TP x PP).
+- --layout KEY=VALUE: every rank's `layout` event has KEY equal to VALUE (JSON: 2, true, "1f1b",
+  [[0, 1], [1, 4]]); --layout-events N: there are exactly N of them (one per rank and attempt);
+- --step-bytes KIND: every `step` event's comm_bytes has bytes of KIND ("pp.send").
 --summary prints a one-line summary (attempts, failures, decisions, lost time) on success.
 Prints every problem and exits 1 when there is any.
 """
@@ -44,6 +48,11 @@ def main() -> int:
     ap.add_argument("--excluded", help="a node that must have been excluded")
     ap.add_argument("--replanned", type=int, metavar="NODES",
                     help="the last attempt ran the layout re-planned for NODES nodes")
+    ap.add_argument("--layout", action="append", default=[], metavar="KEY=VALUE",
+                    help="every rank's layout event has KEY = VALUE (JSON)")
+    ap.add_argument("--layout-events", type=int, metavar="N")
+    ap.add_argument("--step-bytes", action="append", default=[], metavar="KIND",
+                    help="every step event's comm_bytes has bytes of KIND")
     ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()
     problems = []
@@ -125,6 +134,23 @@ def main() -> int:
             problems.append(f"attempt {n}: first step {first_step[n]}, expected {resume + 1}")
         if resume >= 0 and n in first_step and loaded.get(n) != {resume}:
             problems.append(f"attempt {n}: loaded checkpoints {loaded.get(n)}, expected {{{resume}}}")
+
+    layouts = [e for e in events if e["type"] == "layout"]
+    if a.layout_events is not None and len(layouts) != a.layout_events:
+        problems.append(f"{len(layouts)} layout event(s), expected {a.layout_events}")
+    if a.layout and not layouts:
+        problems.append("no layout event")
+    for item in a.layout:
+        key, _, raw = item.partition("=")
+        want = json.loads(raw)
+        for e in layouts:
+            if e.get(key) != want:
+                problems.append(f"rank {e.get('rank')}'s layout {key} = {e.get(key)!r}, "
+                                f"expected {want!r}")
+    steps = [e for e in events if e["type"] == "step"]
+    for kind in a.step_bytes:
+        if not steps or any(s.get("comm_bytes", {}).get(kind, 0) <= 0 for s in steps):
+            problems.append(f"a step event without {kind} bytes (or no step event)")
 
     last = attempts[-1] if attempts else None
     if a.world_size is not None and last is not None and last["world_size"] != a.world_size:

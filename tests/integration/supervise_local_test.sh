@@ -45,6 +45,23 @@ reference_sha() {
 
 show() { tail -n 30 "$TEST_TMP/out" "$TEST_TMP/err" >&2 || true; }
 
+# The layout `status` reports for the run ("TP=2 PP=1 CP=1 DP=2 EP=2 ETP=1").
+status_layout() {
+  "$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])'
+}
+
+# Runs the supervisor with `--set` settings (the arguments after the first two), checks the run
+# ended well and that `status` reports the layout WANT. Usage: run_at_layout WHAT WANT ARGS...
+run_at_layout() {
+  local what=$1 want=$2
+  shift 2
+  "$launch" "${base[@]}" "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || { show; fail "$what run failed"; }
+  "${check[@]}" "$run" --summary || fail "$what run"
+  local got
+  got=$(status_layout)
+  [[ "$got" == "$want" ]] || fail "$what: status layout '$got', want '$want'"
+}
+
 # Modes that act from outside at a step seen in the log slow every step down (0.4 s of sleep,
 # results unchanged) so the run cannot finish before the test's poll reacts.
 SLOW='slow@ms=400'
@@ -64,15 +81,11 @@ case "$mode" in
     # The layout that ran is the plan's (the local plan for tiny-moe uses expert parallelism).
     want=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["plan"]["layout"]
 print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "etp")))' "$run/plan.json")
-    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
+    got=$(status_layout)
     [[ "$got" == "$want" ]] || fail "status layout '$got', plan '$want'"
     ;;
   layout)
-    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=1 --set ep=4 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
-      { show; fail "EP=4 run failed"; }
-    "${check[@]}" "$run" --summary || fail "EP=4 run"
-    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
-    [[ "$got" == "TP=1 PP=1 CP=1 DP=4 EP=4 ETP=1" ]] || fail "status layout '$got'"
+    run_at_layout "EP=4" "TP=1 PP=1 CP=1 DP=4 EP=4 ETP=1" --set gpus_per_node=4 --set tp=1 --set ep=4
     grep -q '"type":"layout"' "$run/events.jsonl" || fail "no layout event"
     code=0
     "$launch" run --profile local-cpu --model tiny-moe --run-dir "$TEST_TMP/cp2" --set cp=2 \
@@ -83,64 +96,27 @@ print(" ".join(f"{k.upper()}={l[k]}" for k in ("tp", "pp", "cp", "dp", "ep", "et
     [[ ! -e "$TEST_TMP/cp2" ]] || fail "CP=2: a run directory was created"
     ;;
   moe_tp_ep)
-    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=2 --set ep=2 >"$TEST_TMP/out" \
-      2>"$TEST_TMP/err" || { show; fail "TP=2 x EP=2 run failed"; }
-    "${check[@]}" "$run" --summary || fail "TP=2 x EP=2 run"
-    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
-    [[ "$got" == "TP=2 PP=1 CP=1 DP=2 EP=2 ETP=1" ]] || fail "status layout '$got'"
-    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
-import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-lay = [e for e in ev if e.get("type") == "layout"]
-assert lay, "no layout event"
-for e in lay:
-    assert (e["tp"], e["ep"], e["dp"], e["edp"], e["sequence_parallel"]) == (2, 2, 2, 2, True), e
-assert e["experts_per_rank"] == 4, e
-print("layout", {k: lay[0][k] for k in ("tp", "ep", "dp", "edp", "sequence_parallel")})
-PY
+    run_at_layout "TP=2 x EP=2" "TP=2 PP=1 CP=1 DP=2 EP=2 ETP=1" --set gpus_per_node=4 --set tp=2 \
+      --set ep=2
+    "${check[@]}" "$run" --layout-events 4 --layout tp=2 --layout ep=2 --layout dp=2 \
+      --layout edp=2 --layout sequence_parallel=true --layout experts_per_rank=4 ||
+      fail "layout events"
     ;;
   moe_pp)
-    "$launch" "${base[@]}" --set gpus_per_node=4 --set tp=2 --set ep=2 --set pp=2 \
-      --set first_stage_layers=1 >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
-      { show; fail "TP=2 x PP=2 x EP=2 run failed"; }
-    "${check[@]}" "$run" --summary || fail "TP=2 x PP=2 x EP=2 run"
-    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
-    [[ "$got" == "TP=2 PP=2 CP=1 DP=1 EP=2 ETP=1" ]] || fail "status layout '$got'"
-    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
-import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-lay = [e for e in ev if e.get("type") == "layout"]
-assert len(lay) == 4, lay
-for e in lay:
-    assert (e["tp"], e["pp"], e["ep"], e["dp"], e["schedule"]) == (2, 2, 2, 1, "1f1b"), e
-    assert e["stage_layers"] == [[0, 1], [1, 4]], e
-# Megatron's rank order: ranks 0-1 are the first stage, 2-3 the last.
-assert sorted((e["rank"], e["stage"]) for e in lay) == [(0, 0), (1, 0), (2, 1), (3, 1)], lay
-steps = [e for e in ev if e.get("type") == "step"]
-assert steps and all(s["comm_bytes"].get("pp.send", 0) > 0 for s in steps), steps[-1]
-print("layout", {k: lay[0][k] for k in ("tp", "pp", "ep", "dp", "stage_layers")},
-      "pp.send", steps[-1]["comm_bytes"]["pp.send"])
-PY
+    run_at_layout "TP=2 x PP=2 x EP=2" "TP=2 PP=2 CP=1 DP=1 EP=2 ETP=1" --set gpus_per_node=4 \
+      --set tp=2 --set ep=2 --set pp=2 --set first_stage_layers=1
+    # Every rank runs the 1 + 3 split, and every step sends activations between the stages.
+    "${check[@]}" "$run" --layout-events 4 --layout tp=2 --layout pp=2 --layout ep=2 \
+      --layout dp=1 --layout schedule='"1f1b"' --layout 'stage_layers=[[0, 1], [1, 4]]' \
+      --step-bytes pp.send || fail "layout events"
     ;;
   moe_etp)
-    # Expert tensor parallelism: each expert split over the TP group (ETP = TP = 2, 2 ranks).
-    "$launch" "${base[@]}" --set gpus_per_node=2 --set tp=2 --set etp=2 >"$TEST_TMP/out" \
-      2>"$TEST_TMP/err" || { show; fail "TP=2 x ETP=2 run failed"; }
-    "${check[@]}" "$run" --summary || fail "TP=2 x ETP=2 run"
-    got=$("$launch" status "$run" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout"])')
-    [[ "$got" == "TP=2 PP=1 CP=1 DP=1 EP=1 ETP=2" ]] || fail "status layout '$got'"
-    python3 - "$run/events.jsonl" <<'PY' || fail "layout events"
-import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-lay = [e for e in ev if e.get("type") == "layout"]
-assert len(lay) == 2, lay
-for e in lay:
-    assert (e["tp"], e["etp"], e["ep"], e["sequence_parallel"]) == (2, 2, 1, True), e
-steps = [e for e in ev if e.get("type") == "step"]
-# The experts' rows are gathered over TP: all-gathers and reduce-scatters in every MoE layer.
-assert steps and all(s["comm_bytes"].get("tp.reduce_scatter", 0) > 0 for s in steps), steps[-1]
-print("layout", {k: lay[0][k] for k in ("tp", "etp", "ep", "param_bytes")})
-PY
+    # Expert tensor parallelism: each expert split over the TP group (ETP = TP = 2, 2 ranks); its
+    # rows are gathered and reduce-scattered over TP in every MoE layer.
+    run_at_layout "TP=2 x ETP=2" "TP=2 PP=1 CP=1 DP=1 EP=1 ETP=2" --set gpus_per_node=2 --set tp=2 \
+      --set etp=2
+    "${check[@]}" "$run" --layout-events 2 --layout tp=2 --layout etp=2 --layout ep=1 \
+      --layout sequence_parallel=true --step-bytes tp.reduce_scatter || fail "layout events"
     ;;
   kill9)
     "$launch" "${base[@]}" --fault 'sigkill@step=5,rank=1' >"$TEST_TMP/out" 2>"$TEST_TMP/err" ||
