@@ -176,9 +176,8 @@ def main() -> int:
         replanned = {keys[k[len(prefix):]]: int(v) for k, v in
                      (kv.split("=", 1) for kv in replans.get(str(a.replanned), []))
                      if k.startswith(prefix) and k[len(prefix):] in keys}
-        lay = [e for e in events if e["type"] == "layout"]
         runs = {}
-        for e in lay:
+        for e in layouts:
             runs.setdefault(e["attempt"], []).append(e)
         first_lay, last_lay = runs.get(attempts[0]["attempt"], []), runs.get(last["attempt"], [])
         if sorted(replanned) != ["ep", "pp", "tp"]:
