@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 namespace grpo::trainer {
 namespace {
@@ -73,7 +74,7 @@ class C10dCommunicator final : public Communicator {
       std::vector<at::Tensor> v{t};
       c10d::BroadcastOptions opts;
       opts.rootRank = root;
-      pg_->broadcast(v, opts)->wait();
+      finish(pg_->broadcast(v, opts));
     });
   }
 
@@ -89,7 +90,7 @@ class C10dCommunicator final : public Communicator {
       std::vector<std::vector<at::Tensor>> outputs(1);
       at::Tensor flat = out.view({world_, -1});
       for (int r = 0; r < world_; ++r) outputs[0].push_back(flat[r].view(in.sizes()));
-      pg_->allgather(outputs, inputs)->wait();
+      finish(pg_->allgather(outputs, inputs));
     });
   }
 
@@ -97,13 +98,13 @@ class C10dCommunicator final : public Communicator {
     return guarded("reduce-scatter", [&] {
       at::Tensor input = in.contiguous();
       if (backend_ == "nccl") {
-        pg_->_reduce_scatter_base(out, input)->wait();
+        finish(pg_->_reduce_scatter_base(out, input));
         return;
       }
       // Gloo: every rank sends part r of its input to rank r and sums what it receives.
       std::vector<std::int64_t> parts(static_cast<std::size_t>(world_), out.size(0));
       at::Tensor received = at::empty_like(input);
-      pg_->alltoall_base(received, input, parts, parts)->wait();
+      finish(pg_->alltoall_base(received, input, parts, parts));
       std::vector<std::int64_t> shape = out.sizes().vec();
       shape.insert(shape.begin(), world_);
       out.copy_(received.view(shape).sum(0));
@@ -118,7 +119,7 @@ class C10dCommunicator final : public Communicator {
       std::vector<std::int64_t> out_splits = recv_counts;
       std::vector<std::int64_t> in_splits = send_counts;
       at::Tensor input = in.contiguous();
-      pg_->alltoall_base(out, input, out_splits, in_splits)->wait();
+      finish(pg_->alltoall_base(out, input, out_splits, in_splits));
     });
   }
 
@@ -132,7 +133,7 @@ class C10dCommunicator final : public Communicator {
         works.push_back(op.send ? pg_->send(tensors.back(), op.peer, /*tag=*/0)
                                 : pg_->recv(tensors.back(), op.peer, /*tag=*/0));
       }
-      for (auto& w : works) w->wait();
+      for (auto& w : works) finish(w);
     });
   }
 
@@ -174,8 +175,23 @@ class C10dCommunicator final : public Communicator {
       std::vector<at::Tensor> v{t};
       c10d::AllreduceOptions opts;
       opts.reduceOp = op;
-      pg_->allreduce(v, opts)->wait();
+      finish(pg_->allreduce(v, opts));
     });
+  }
+
+  // Waits for `work`; on Gloo also for its worker thread to drop its reference to the work
+  // (it does right after completing it), so the tensors the work holds are freed by this thread
+  // when the caller lets go of them: released where they were allocated, which
+  // trainer.measure_activation_memory's per-thread count (allocation_peak.h) needs to see every
+  // free (without it the measured peaks varied by up to 8% from run to run). Gives up waiting for
+  // the release after 100 ms. Not on NCCL, whose watchdog keeps works for up to its sleep.
+  void finish(const c10::intrusive_ptr<c10d::Work>& work) const {
+    work->wait();
+    if (backend_ != "gloo") return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (work.use_count() > 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
   }
 
   template <typename F>
