@@ -66,6 +66,8 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   std::vector<core::Override> profile_overrides;
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
   const core::LayoutConstraints given = request.constraints;
+  // --set backend=embedded plans what `grpo-launch run` runs.
+  embedded_trainer = embedded_trainer || given.embedded_trainer.value_or(false);
   if (embedded_trainer && given.fsdp.value_or(false)) {
     return core::make_error(core::ErrorKind::kInvalidValue,
                             "--set backend=fsdp plans verl's FSDP strategy, which the embedded "

@@ -138,7 +138,7 @@ one_line_error "no/such/dir"
 expect 64 "emit: unknown engine" -- plan -p a100x8 -m qwen2.5-7b --emit deepspeed
 expect 64 "-o without --emit" -- plan -p a100x8 -m qwen2.5-7b -o "$tmp/x.sh"
 expect 2 "bad backend" -- plan -p a100x8 -m qwen2.5-7b --set backend=deepspeed
-one_line_error "expected megatron or fsdp"
+one_line_error "expected megatron, fsdp or embedded"
 expect 2 "FSDP for the embedded trainer" -- render -p local-cpu -m tiny-moe --set backend=fsdp
 one_line_error "the embedded grpo-trainer does not run"
 

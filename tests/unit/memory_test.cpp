@@ -275,5 +275,51 @@ TEST(Memory, FsdpLoraOnOneGpu) {
   EXPECT_TRUE(e.training.floor_fits());
 }
 
+// grpo-trainer's own activation model (Layout::embedded_trainer; docs/memory-model.md "The
+// embedded trainer's activations"), fp32, micro batches of sequences of S = 11 tokens.
+TEST(Memory, EmbeddedTrainerActivationsByHand) {
+  const auto c = test::cluster("local-cpu");
+  WorkloadSpec w = c.grpo;
+  w.max_prompt_length = 10;
+  w.max_response_length = 1;
+  w.max_token_len_per_gpu = 0;  // fixed micro batches
+  {
+    // tiny-dense (h 128, 4 layers, 4 heads x 32, 2 KV heads, FFN 384, vocab 64, q/k norms), TP 1,
+    // micro batch 4: 44 tokens. Per token and layer:
+    //   attention 4*(2*128 + 128) + 4*(128 + 64) + 4*(2*128 + 2*64) + 4*4*11
+    //           = 1,536 + 768 + 1,536 + 176 = 4,016
+    //   dense     4,016 + 4*128 + 4*4*384 = 4,016 + 512 + 6,144 = 10,672
+    // x 4 layers x 44 tokens = 1,878,272, plus the largest weight's gradient (gate/up/down,
+    // 384 x 128 x 4 B = 196,608): 2,074,880.
+    // Last stage: 4*128*(1 + 1) x 44 = 45,056, and the fused log-prob kernel's buffers
+    // 44 x 64 x 4 + 16 x 44 = 11,968: 57,024.
+    Layout l = layout(1, 1, 2, 1, 1, 4);
+    l.embedded_trainer = true;
+    l.distributed_optimizer = false;
+    const MemoryEstimate e = estimate_memory(test::model("tiny-dense"), c, w, l);
+    EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 2'074'880.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 57'024.0);
+  }
+  {
+    // tiny-moe (every layer MoE: 8 experts of FFN 128, top 2, a gated shared expert of 128), TP 2
+    // with SP and ETP 2, micro batch 8: 88 tokens; rows r = 1/2, routed rows x = r * 2 = 1.
+    //   attention 4*(2*128/2 + 128) + 4*192/2 + 4*384/2 + 4*(4/2)*11 = 1,024 + 384 + 768 + 88
+    //           = 2,264
+    //   MoE       2,264 + 4*(128 + 8)/2 + 4*2*(2*128 + 4*128/2)*1 + 4*128 + 4*4*128/2
+    //             + 4*128/2 = 2,264 + 272 + 4,096 + 512 + 1,024 + 256 = 8,424
+    // x 4 layers x 88 = 2,965,248; the last MoE layer's temporaries 4*(2*128 + 2*128)*1 x 88 =
+    // 180,224; the largest weight's gradient 64 x 128 x 4 = 32,768 (an expert's half, or the
+    // shared expert's): 3,178,240.
+    // Last stage: 4*128*(1/2 + 1) x 88 = 67,584 and two fp32 logits tensors of 88 x 64/2:
+    // 22,528; 90,112.
+    Layout l = layout(2, 1, 1, 1, 2, 8);
+    l.embedded_trainer = true;
+    l.distributed_optimizer = false;
+    const MemoryEstimate e = estimate_memory(test::model("tiny-moe"), c, w, l);
+    EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 3'178'240.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 90'112.0);
+  }
+}
+
 }  // namespace
 }  // namespace grpo::core

@@ -225,7 +225,7 @@ bool LayoutConstraints::any() const {
   return tp || pp || cp || dp || ep || etp || micro_batch || rollout_tp || ref_tp ||
          first_stage_layers || last_stage_layers || param_offload || grad_offload ||
          optimizer_offload || cpu_optimizer || sequence_parallel || distributed_optimizer ||
-         recompute || fsdp;
+         recompute || fsdp || embedded_trainer;
 }
 
 const std::vector<std::string>& layout_keys() {
@@ -289,12 +289,13 @@ Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::str
   if (key == "sequence_parallel") return set_bool(c.sequence_parallel);
   if (key == "distributed_optimizer") return set_bool(c.distributed_optimizer);
   if (key == "backend") {
-    if (value == "megatron" || value == "fsdp") {
+    if (value == "megatron" || value == "fsdp" || value == "embedded") {
       c.fsdp = value == "fsdp";
+      c.embedded_trainer = value == "embedded";
       return ok_status();
     }
-    return make_error(ErrorKind::kInvalidValue,
-                      "--set backend=" + std::string(value) + ": expected megatron or fsdp");
+    return make_error(ErrorKind::kInvalidValue, "--set backend=" + std::string(value) +
+                                                    ": expected megatron, fsdp or embedded");
   }
   if (key == "recompute") {
     if (value == "none" || value == "full") {

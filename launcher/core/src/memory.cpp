@@ -249,10 +249,15 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
     const double in_flight = static_cast<double>(
         std::min<std::int64_t>(static_cast<std::int64_t>(stages.size() - s), micro_batches));
     const auto act_at = [&](double t) {
+      if (l.embedded_trainer) {
+        return memory_terms::embedded_stage_activations(
+            m, l, static_cast<double>(w.seq_length()) / d.cp, layer, stages[s], t, in_flight);
+      }
       return memory_terms::stage_activations(m, l, act, layer, stages[s], t, in_flight);
     };
     const auto logits_at = [&](double t) {
       if (s + 1 != stages.size()) return 0.0;
+      if (l.embedded_trainer) return memory_terms::embedded_logits_bytes(m, l, t);
       return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size) / d.tp);
     };
     MemoryItem stage_act{"activations", act_at(tokens.worst), act_at(tokens.floor)};

@@ -107,4 +107,87 @@ double stage_activations(const ModelSpec& m, const Layout& l, const LayerActivat
   return act.input * tokens * groups * in_flight + one_layer * n;
 }
 
+namespace {
+
+// Per token of a micro batch, for grpo-trainer. `rows` is 1 / TP under sequence parallelism (the
+// norms and residuals hold the rank's rows), else 1; `routed` the rows the rank's experts see per
+// token (the TP group's with ETP = TP).
+struct EmbeddedTerms {
+  double rows = 1, routed = 1, dense = 0, moe = 0, moe_transient = 0;
+};
+
+EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq) {
+  constexpr double kF = 4.0;  // fp32
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_width());
+  const double kv = static_cast<double>(m.kv_width());
+  const double a = static_cast<double>(m.num_attention_heads);
+  const double tp = l.dims.tp;
+  EmbeddedTerms e;
+  e.rows = l.sequence_parallel ? 1.0 / tp : 1.0;
+  // Norm input and the residual sum (the rank's rows); the norm output as q/k/v see it (gathered
+  // under SP, a copy under TP: whole); q/k norm inputs; q (regrouped for GQA), k and v after RoPE
+  // and the attention output; the softmax output over `seq` keys per head.
+  const double attention = kF * (2.0 * h * e.rows + h) + (m.qk_norm ? kF * (q + kv) / tp : 0.0) +
+                           kF * (2.0 * q + 2.0 * kv) / tp + kF * (a / tp) * seq;
+  // SwiGLU as separate ops: gate, its SiLU, up and their product; the input whole.
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  e.dense = attention + kF * h + kF * 4.0 * f / tp;
+  if (m.is_moe()) {
+    const double k = static_cast<double>(m.experts_per_token);
+    const double fe = static_cast<double>(m.moe_ffn_hidden_size);
+    const double shared =
+        static_cast<double>(m.num_shared_experts * m.shared_expert_ffn_hidden_size);
+    e.routed = e.rows * (l.dims.etp > 1 ? tp : 1.0);
+    // The norm output on the rows; the router's probabilities; per routed copy its input row and
+    // the weighted output row, and each expert's SwiGLU (split by ETP); the shared expert on the
+    // gathered (or copied) sequence, its output kept by the sigmoid gate.
+    e.moe = attention + kF * (h + static_cast<double>(m.num_experts)) * e.rows +
+            kF * k * (2.0 * h + 4.0 * fe / l.dims.etp) * e.routed;
+    if (shared > 0) {
+      e.moe += (tp > 1 ? kF * h : 0.0) + kF * 4.0 * shared / tp +
+               (m.shared_expert_gate ? kF * h * e.rows : 0.0);
+    }
+    // Alive only while the layer runs: the output sum and the weighted rows before it; with EP
+    // also the received rows and the outputs to send back.
+    e.moe_transient = kF * (2.0 * h + k * h * (l.dims.ep > 1 ? 3.0 : 1.0)) * e.routed;
+  }
+  return e;
+}
+
+}  // namespace
+
+double embedded_stage_activations(const ModelSpec& m, const Layout& l, double seq,
+                                  std::int64_t first_layer, int layers, double tokens,
+                                  double in_flight) {
+  const EmbeddedTerms e = embedded_terms(m, l, seq);
+  double per_token = 0;
+  bool moe = false;
+  for (int i = 0; i < layers; ++i) {
+    const bool is_moe = m.is_moe() && first_layer + i >= m.first_k_dense_layers;
+    per_token += is_moe ? e.moe : e.dense;
+    moe = moe || is_moe;
+  }
+  const double h = static_cast<double>(m.hidden_size);
+  const double tp = l.dims.tp;
+  const double largest =
+      std::max({static_cast<double>(m.vocab_size) / tp, static_cast<double>(m.q_width()) / tp,
+                m.dense_layers() > 0 ? static_cast<double>(m.ffn_hidden_size) / tp : 0.0,
+                static_cast<double>(m.moe_ffn_hidden_size) / l.dims.etp,
+                static_cast<double>(m.num_shared_experts * m.shared_expert_ffn_hidden_size) / tp});
+  return per_token * tokens * in_flight + (moe ? e.moe_transient * tokens : 0.0) +
+         4.0 * largest * h;
+}
+
+double embedded_logits_bytes(const ModelSpec& m, const Layout& l, double tokens) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double tp = l.dims.tp;
+  const double rows = l.sequence_parallel ? 1.0 / tp : 1.0;
+  const double vocab = static_cast<double>(m.vocab_size) / tp;
+  // Without TP the fused log-prob kernel; with it the vocabulary-parallel logits and exp(z).
+  const double logits =
+      tp > 1 ? 2.0 * 4.0 * vocab * tokens : logits_bytes(LogprobPath::kFused, tokens, vocab);
+  return 4.0 * h * (rows + 1.0) * tokens + logits;
+}
+
 }  // namespace grpo::core::memory_terms

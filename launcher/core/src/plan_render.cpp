@@ -260,7 +260,9 @@ nlohmann::json dims_to_json(const ParallelDims& d) {
 
 nlohmann::json layout_to_json(const Layout& l) {
   nlohmann::json j = dims_to_json(l.dims);
-  j.update(nlohmann::json{{"backend", l.fsdp ? "fsdp" : "megatron"},
+  j.update(nlohmann::json{{"backend", l.fsdp               ? "fsdp"
+                                      : l.embedded_trainer ? "embedded"
+                                                           : "megatron"},
                           {"micro_batch", l.micro_batch},
                           {"rollout_tp", l.rollout_tp},
                           {"sequence_parallel", l.sequence_parallel},

@@ -347,6 +347,7 @@ Plan make_plan(const PlanRequest& req) {
             base.dims = ParallelDims{tp, pp, cp, 1, ep, etp};
             base.dims.dp = k.dp.value_or(world % (tp * pp * cp) == 0 ? world / (tp * pp * cp) : 1);
             base.fsdp = fsdp;
+            base.embedded_trainer = k.embedded_trainer.value_or(false);
             base.sequence_parallel = !fsdp && k.sequence_parallel.value_or(tp > 1);
             base.distributed_optimizer = !fsdp && k.distributed_optimizer.value_or(true);
             base.ref_tp = k.ref_tp.value_or(0);

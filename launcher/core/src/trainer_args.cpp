@@ -163,6 +163,7 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
 }
 
 void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
+  c.embedded_trainer = true;
   for (std::optional<int>* size : {&c.pp, &c.cp, &c.etp}) {
     if (!size->has_value()) *size = 1;
   }

@@ -50,7 +50,9 @@ struct Layout {
   int recompute_layers = 1;  // Megatron recompute_num_layers
   bool sequence_parallel = false;
   bool distributed_optimizer = true;
-  bool fsdp = false;           // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
+  bool fsdp = false;  // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
+  // The embedded grpo-trainer runs it: its activation model (docs/memory-model.md).
+  bool embedded_trainer = false;
   int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
   bool split_counts_embedding = false;  // Megatron account_for_embedding_in_pipeline_split
@@ -76,6 +78,9 @@ struct LayoutConstraints {
   // the planner then searches micro batch, parameter / optimizer offload and gradient
   // checkpointing only (TP = PP = EP = ETP = 1).
   std::optional<bool> fsdp;
+  // --set backend=embedded (and what `grpo-launch run` plans): the embedded grpo-trainer runs the
+  // plan, with Megatron-Core's layouts and its own activations.
+  std::optional<bool> embedded_trainer;
   bool any() const;
 };
 
