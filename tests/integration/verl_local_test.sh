@@ -7,7 +7,7 @@
 #             driver resumes from global_step_2 with trainer.resume_mode=auto (the script says
 #             disable), the run succeeds at step 6; step lines counted as progress.
 #   hang      the driver hangs at step 4 once: killed after --hang-timeout, restarted, resumes.
-#   walltime  the job's end time (GRPO_VERL_END_TIME) 62 s away: every Ray node and the driver get
+#   walltime  the job's end time (GRPO_VERL_END_TIME) 60 s away: every Ray node and the driver get
 #             MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP and the driver saves before the end
 #             (global_step_2, not a multiple of save_freq=100).
 #   nodes     two Ray nodes (a stand-in srun starts the worker here): the head waits for both,
@@ -45,7 +45,11 @@ case $mode in
   crash) export GRPO_STANDIN_CRASH_AT=3 ;;
   hang) export GRPO_STANDIN_HANG_AT=4 ;;
   walltime)
-    export GRPO_VERL_END_TIME=$(($(date +%s) + 62))
+    # The stand-in (verl's should_save_ckpt_esi) saves after a step once the time left is at most
+    # 60 s + the longest step so far (0.3 s; none after step 1): with the end 60 s away (less the
+    # second's fraction `date` drops) every step from 2 on qualifies, so the save is at step 2
+    # however fast the run starts. (At 62 s a start under ~1 s put it at step 3.)
+    export GRPO_VERL_END_TIME=$(($(date +%s) + 60))
     ;;
   nodes)
     export GRPO_VERL_NODES="n1 n2" SLURMD_NODENAME=n1 GRPO_SRUN=$standin/bin/srun
