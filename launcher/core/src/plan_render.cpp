@@ -138,8 +138,11 @@ std::string render_summary(const Plan& plan) {
     const Candidate& b = plan.best;
     const Layout& l = b.layout;
     const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / l.dims.dp;
-    out += pad(l.fsdp ? "Actor (FSDP)" : "Actor (Megatron-Core)", 25) + dims_line(l, m) +
-           (l.fsdp ? "  (every state sharded over all ranks)" : "") + "\n";
+    out += pad(l.fsdp               ? "Actor (FSDP)"
+               : l.embedded_trainer ? "Actor (grpo-trainer)"
+                                    : "Actor (Megatron-Core)",
+               25) +
+           dims_line(l, m) + (l.fsdp ? "  (every state sharded over all ranks)" : "") + "\n";
     if (l.dims.pp > 1) {
       const auto stages = stage_layers(m, l);
       out += pad("  pipeline stages", 25) + std::to_string(stages.size()) + " stages: first " +

@@ -164,7 +164,7 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
 
 void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
   c.embedded_trainer = true;
-  for (std::optional<int>* size : {&c.pp, &c.cp, &c.etp}) {
+  for (std::optional<int>* size : {&c.pp, &c.cp}) {
     if (!size->has_value()) *size = 1;
   }
   if (!as_it_runs) return;

@@ -59,9 +59,10 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout);
 std::string embedded_trainer_unsupported(const ParallelDims& dims, bool sequence_parallel,
                                          const ModelSpec& model);
 
-// What the planner searches when the embedded trainer will run the plan: PP, CP and ETP are
-// fixed at 1 unless the user fixed them (the embedded trainer's pipeline stages each keep every
-// layer for the rollout, so PP saves no weight memory there: a user asks for it with --set pp=N).
+// What the planner searches when the embedded trainer will run the plan: PP and CP are fixed at
+// 1 unless the user fixed them (the embedded trainer's pipeline stages each keep every layer for
+// the rollout, so PP saves no weight memory there: a user asks for it with --set pp=N); ETP is
+// searched in {1, TP} as for Megatron-Core, both of which it runs.
 // Sequence parallelism is the planner's choice (on with TP > 1). A user's layout choice stays,
 // and embedded_trainer_unsupported then says why it cannot run. With `as_it_runs`, also the
 // distributed optimizer, offload and recompute off (the trainer has none of them), so the memory
