@@ -327,6 +327,40 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MoeTensorParallel,
                                   "_on_" + std::to_string(p.param.world) + "ranks";
                          });
 
+// Rollout TP = 1 under TP x EP (verl's hybrid engine): before each rollout every rank gathers the
+// whole model from the shards and generates its replica's samples alone; the log-probs and the
+// update run at the layout. The same oracle as the layout itself: the plain run with one rank per
+// replica, which has no shards and generates with its own (whole) model.
+TEST(Layouts, WholeModelRolloutEqualsDataParallel) {
+  const fs::path a = fresh_dir("layout-rollout-plain");
+  const fs::path b = fresh_dir("layout-rollout-whole");
+  auto ra = run_ranks(2, a, moe_args(1, 1));
+  auto rb = run_ranks(
+      4, b,
+      with(moe_args(2, 2), {"--set", "actor_rollout_ref.rollout.tensor_model_parallel_size=1"}));
+  expect_all_exit(ra, 0);
+  expect_all_exit(rb, 0);
+  EXPECT_EQ(ra[0].of_type("layout").at(0)["rollout_layout"], "training");
+  for (const auto& r : rb) {
+    const auto layout = r.of_type("layout");
+    ASSERT_EQ(layout.size(), 1u);
+    EXPECT_EQ(layout[0]["rollout_layout"], "whole");
+    // tiny-moe's 1,988,480 parameters in fp32, on every rank (bench/layouts/RESULTS.md).
+    EXPECT_EQ(layout[0]["rollout_param_bytes"], 7'953'920);
+    const auto steps = r.of_type("step");
+    ASSERT_EQ(steps.size(), 5u);
+    for (std::size_t i = 2; i < steps.size(); ++i) {
+      EXPECT_TRUE(steps[i].contains("rollout_reshard_s")) << steps[i].dump();
+      EXPECT_GT(steps[i]["comm_bytes"].value("world.broadcast", 0), 0) << steps[i].dump();
+    }
+  }
+  expect_same_steps(ra[0], rb[0]);
+  for (int r = 1; r < 4; ++r) expect_same_steps(rb[0], rb[static_cast<std::size_t>(r)]);
+  expect_same_weights(final_weights(a), final_weights(b));
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
 struct PpCase {
   std::string model;
   int world;

@@ -164,8 +164,10 @@ const std::vector<KeyDef>& key_defs() {
       {"actor_rollout_ref.actor.megatron.sequence_parallel", &C::sequence_parallel, any(),
        "sequence parallelism around the norms (with TP > 1)"},
       {"actor_rollout_ref.rollout.tensor_model_parallel_size",
-       &C::rollout_tensor_model_parallel_size, at_least(1),
-       "the rollout engine's TP (the embedded rollout generates at the training layout)"},
+       &C::rollout_tensor_model_parallel_size, at_least(0),
+       "the rollout engine's TP: 1 under a TP or EP layout generates with the whole model on "
+       "every rank (gathered from the shards before each rollout); 0 or any other value at the "
+       "training layout"},
       {"algorithm.adv_estimator", &C::adv_estimator, one_of({"grpo"}), "advantage estimator"},
       {"algorithm.norm_adv_by_std_in_grpo", &C::norm_adv_by_std_in_grpo, any(),
        "divide the group-centred rewards by the group's std (+1e-6)"},

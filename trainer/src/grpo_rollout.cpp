@@ -1,8 +1,35 @@
 // The rollout phases of a GRPO step: sampling a group of responses per prompt, rewards and
 // group-normalized advantages, then the old and reference log-probs before any update.
+#include <map>
+
+#include "full_model.h"
 #include "step_phases.h"
 
 namespace grpo::trainer {
+
+bool whole_model_rollout(const RunContext& ctx) {
+  return ctx.cfg.rollout_tensor_model_parallel_size == 1 &&
+         (ctx.par.dims.tp > 1 || ctx.par.dims.ep > 1);
+}
+
+std::shared_ptr<QwenModel> make_rollout_model(const RunContext& ctx, const QwenModel& model) {
+  auto whole = std::make_shared<QwenModel>(ctx.spec, model.ops(), model.lm_head_weight().options(),
+                                           /*init_gen=*/nullptr);
+  for (auto& [name, p] : whole->named_params()) p.requires_grad_(false);
+  return whole;
+}
+
+core::Result<double> reshard_for_rollout(RunContext& ctx, TrainState& st) {
+  if (!whole_model_rollout(ctx)) return 0.0;
+  torch::NoGradGuard no_grad;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, at::Tensor> dst;
+  for (auto& [name, p] : st.rollout->named_params()) dst.emplace(name, p);
+  GRPO_TRY_STATUS(gather_full(
+      ctx, full_params(ctx, *st.model), st.model->named_params(),
+      /*to_all=*/true, [&](const FullTensor& f, const at::Tensor& t) { dst.at(f.name).copy_(t); }));
+  return seconds_since(t0);
+}
 
 Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
                       std::vector<const Example*> examples) {
@@ -20,8 +47,11 @@ Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
   }
   PromptBatch pb = make_prompt_batch(prompts);
   SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false, ctx.data->eos_ids()};
-  r.generation = generate(*st.model, pb, cfg.max_response_length, sp, st.sample_gen,
-                          cfg.use_kv_cache, [&](std::int64_t steps) {
+  // Every rank of a TP group holds the same prompts and sampling stream: with the whole model each
+  // generates them alone, with the shards they generate them together.
+  QwenModel& engine = whole_model_rollout(ctx) ? *st.rollout : *st.model;
+  r.generation = generate(engine, pb, cfg.max_response_length, sp, st.sample_gen, cfg.use_kv_cache,
+                          [&](std::int64_t steps) {
                             ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});
                           });
   const Generation& g = r.generation;

@@ -50,6 +50,9 @@ std::uint64_t sampling_seed(std::int64_t seed, int rank);
 struct TrainState {
   std::shared_ptr<QwenModel> model;
   std::shared_ptr<QwenModel> ref;  // frozen reference, created when GRPO starts
+  // The rollout's whole model when it runs at rollout TP = 1 under a TP or EP layout (null
+  // otherwise: the training model generates): refreshed from the shards before each rollout.
+  std::shared_ptr<QwenModel> rollout;
   std::unique_ptr<AdamW> optim;
   at::Generator sample_gen;  // this rank's sampling stream
 

@@ -120,6 +120,7 @@ void TrainingRun::setup() {
     }
   }
   state_.optim = std::make_unique<AdamW>(std::move(trained));
+  if (whole_model_rollout(ctx_)) state_.rollout = make_rollout_model(ctx_, *state_.model);
   state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()));
 }
 
@@ -188,6 +189,7 @@ void TrainingRun::emit_layout() {
   fields.update(
       nlohmann::json{{"sequence_parallel", ctx_.par.sequence_parallel},
                      {"rollout_tp", cfg.rollout_tensor_model_parallel_size},
+                     {"rollout_layout", state_.rollout ? "whole" : "training"},
                      {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
                      {"token_exchange", d.ep > 1 ? "all-to-all" : "none"},
                      {"param_bytes", param_bytes},
@@ -201,6 +203,7 @@ void TrainingRun::emit_layout() {
     fields["schedule"] = "1f1b";
     fields["rollout_param_bytes"] = bytes_of(state_.model->named_params());
   }
+  if (state_.rollout) fields["rollout_param_bytes"] = bytes_of(state_.rollout->named_params());
   ctx_.tel.emit("layout", fields);
 }
 

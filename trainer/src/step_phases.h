@@ -57,6 +57,18 @@ core::Status pipeline_sum(RunContext& ctx, at::Tensor& t);
 // (0 without PP).
 core::Result<double> share_stage_weights(RunContext& ctx, TrainState& st);
 
+// Whether the rollout generates with the whole model on every rank (verl's hybrid engine at rollout
+// TP = 1: actor_rollout_ref.rollout.tensor_model_parallel_size=1 under a TP or EP layout) rather
+// than with the training layout's shards (every other rollout TP).
+bool whole_model_rollout(const RunContext& ctx);
+// The rollout's whole model (parameters without gradients, the training model's dtype and
+// device; unfilled), for TrainState::rollout.
+std::shared_ptr<QwenModel> make_rollout_model(const RunContext& ctx, const QwenModel& model);
+// Before a rollout with whole_model_rollout: the training shards gathered into st.rollout on
+// every rank (the resharding from the training layout to the rollout's). Collective. Returns
+// the seconds it took (0 otherwise).
+core::Result<double> reshard_for_rollout(RunContext& ctx, TrainState& st);
+
 // One SFT step on data.sft_batch_size examples: fills sft_loss (and aux_loss), tokens, update_s.
 core::Status sft_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetrics& m);
 

@@ -79,9 +79,10 @@ struct TrainerConfig {
   std::int64_t expert_model_parallel_size = 1;
   std::int64_t expert_tensor_parallel_size = 1;
   bool sequence_parallel = false;
-  // actor_rollout_ref.rollout: the rollout engine's TP (the embedded rollout runs at the
-  // training layout; recorded in the layout event)
-  std::int64_t rollout_tensor_model_parallel_size = 1;
+  // actor_rollout_ref.rollout: the rollout engine's TP. 1 under a TP or EP layout: every rank
+  // generates with the whole model, gathered from the shards before each rollout; 0 (the
+  // default) or any other value: the rollout runs at the training layout.
+  std::int64_t rollout_tensor_model_parallel_size = 0;
 
   // algorithm
   std::string adv_estimator = "grpo";
