@@ -283,6 +283,11 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
   w.max_prompt_length = 10;
   w.max_response_length = 1;
   w.max_token_len_per_gpu = 0;  // fixed micro batches
+  auto estimate = [&](const char* model, Layout l) {
+    l.embedded_trainer = true;
+    l.distributed_optimizer = false;
+    return estimate_memory(test::model(model), c, w, l);
+  };
   {
     // tiny-dense (h 128, 4 layers, 4 heads x 32, 2 KV heads, FFN 384, vocab 64, q/k norms), TP 1,
     // micro batch 4: 44 tokens. Per token and layer:
@@ -293,10 +298,7 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     // 384 x 128 x 4 B = 196,608): 2,074,880.
     // Last stage: 4*128*(1 + 1) x 44 = 45,056, and the fused log-prob kernel's buffers
     // 44 x 64 x 4 + 16 x 44 = 11,968: 57,024.
-    Layout l = layout(1, 1, 2, 1, 1, 4);
-    l.embedded_trainer = true;
-    l.distributed_optimizer = false;
-    const MemoryEstimate e = estimate_memory(test::model("tiny-dense"), c, w, l);
+    const MemoryEstimate e = estimate("tiny-dense", layout(1, 1, 2, 1, 1, 4));
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 2'074'880.0);
     EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 57'024.0);
   }
@@ -312,10 +314,7 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     // shared expert's): 3,178,240.
     // Last stage: 4*128*(1/2 + 1) x 88 = 67,584 and two fp32 logits tensors of 88 x 64/2:
     // 22,528; 90,112.
-    Layout l = layout(2, 1, 1, 1, 2, 8);
-    l.embedded_trainer = true;
-    l.distributed_optimizer = false;
-    const MemoryEstimate e = estimate_memory(test::model("tiny-moe"), c, w, l);
+    const MemoryEstimate e = estimate("tiny-moe", layout(2, 1, 1, 1, 2, 8));
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 3'178'240.0);
     EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 90'112.0);
   }
