@@ -20,7 +20,7 @@ std::shared_ptr<QwenModel> make_rollout_model(const RunContext& ctx, const QwenM
 }
 
 core::Result<double> reshard_for_rollout(RunContext& ctx, TrainState& st) {
-  if (!whole_model_rollout(ctx)) return 0.0;
+  if (!st.rollout) return 0.0;
   torch::NoGradGuard no_grad;
   const auto t0 = std::chrono::steady_clock::now();
   std::map<std::string, at::Tensor> dst;
@@ -49,7 +49,7 @@ Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
   SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false, ctx.data->eos_ids()};
   // Every rank of a TP group holds the same prompts and sampling stream: with the whole model each
   // generates them alone, with the shards they generate them together.
-  QwenModel& engine = whole_model_rollout(ctx) ? *st.rollout : *st.model;
+  QwenModel& engine = st.rollout ? *st.rollout : *st.model;
   r.generation = generate(engine, pb, cfg.max_response_length, sp, st.sample_gen, cfg.use_kv_cache,
                           [&](std::int64_t steps) {
                             ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});

@@ -64,9 +64,9 @@ bool whole_model_rollout(const RunContext& ctx);
 // The rollout's whole model (parameters without gradients, the training model's dtype and
 // device; unfilled), for TrainState::rollout.
 std::shared_ptr<QwenModel> make_rollout_model(const RunContext& ctx, const QwenModel& model);
-// Before a rollout with whole_model_rollout: the training shards gathered into st.rollout on
-// every rank (the resharding from the training layout to the rollout's). Collective. Returns
-// the seconds it took (0 otherwise).
+// Before a rollout with a whole model (st.rollout, made at setup when whole_model_rollout): the
+// training shards gathered into it on every rank (the resharding from the training layout to the
+// rollout's). Collective. Returns the seconds it took (0 without st.rollout).
 core::Result<double> reshard_for_rollout(RunContext& ctx, TrainState& st);
 
 // One SFT step on data.sft_batch_size examples: fills sft_loss (and aux_loss), tokens, update_s.
