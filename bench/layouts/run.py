@@ -70,17 +70,21 @@ def flag(sp):
     return "true" if sp else "false"
 
 
+def plan_json(model, world, tp, ep, sp, pp, etp, *sets):
+    """`grpo-launch plan` on local-cpu at this layout, with more `--set` values: its JSON."""
+    dp = world // (tp * pp)
+    layout = [f"gpus_per_node={world}", f"tp={tp}", f"ep={ep}", f"etp={etp}", f"dp={dp}",
+              f"pp={pp}", f"sequence_parallel={flag(sp)}", *sets]
+    out = subprocess.run(
+        [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--format", "json"] +
+        [arg for s in layout for arg in ("--set", s)],
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
 def planner(model, world, tp, ep, sp, pp, etp):
     dp = world // (tp * pp)
-    out = subprocess.run(
-        [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--set", f"gpus_per_node={world}",
-         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", f"etp={etp}", "--set", f"dp={dp}",
-         "--set", f"pp={pp}",
-         "--set",
-         f"sequence_parallel={flag(sp)}", "--set", "distributed_optimizer=false", "--format",
-         "json"],
-        check=True, capture_output=True, text=True).stdout
-    j = json.loads(out)
+    j = plan_json(model, world, tp, ep, sp, pp, etp, "distributed_optimizer=false")
     plan, w = j["plan"], j["workload"]
     items = plan["memory"]["training"]["items_gib"]
     want = {k: round(items[v] * GIB) for k, v in (("param_bytes", "actor weights"),
@@ -115,15 +119,9 @@ def planned_activations(model, world, tp, ep, sp, pp, etp, micro, length):
     """The embedded trainer's plan (--set backend=embedded, as `grpo-launch run` plans) for micro
     batches of `micro` sequences of `length` tokens: its training items "activations" + "logits"
     (bytes; the worst stage's)."""
-    dp = world // (tp * pp)
-    out = subprocess.run(
-        [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--set", f"gpus_per_node={world}",
-         "--set", f"tp={tp}", "--set", f"ep={ep}", "--set", f"etp={etp}", "--set", f"dp={dp}",
-         "--set", f"pp={pp}", "--set", f"sequence_parallel={flag(sp)}", "--set", "backend=embedded",
-         "--set", f"micro_batch={micro}", "--set", f"grpo.max_prompt_length={length - 1}",
-         "--set", "grpo.max_response_length=1", "--format", "json"],
-        check=True, capture_output=True, text=True).stdout
-    items = json.loads(out)["plan"]["memory"]["training"]["items_gib"]
+    j = plan_json(model, world, tp, ep, sp, pp, etp, "backend=embedded", f"micro_batch={micro}",
+                  f"grpo.max_prompt_length={length - 1}", "grpo.max_response_length=1")
+    items = j["plan"]["memory"]["training"]["items_gib"]
     return round((items["activations"] + items["logits"]) * GIB)
 
 
