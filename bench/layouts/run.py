@@ -36,7 +36,11 @@ batch (its micro_batch sequences of the length the data gave the rank: train_row
 `peak_activation_bytes` of the second SFT step (trainer.measure_activation_memory; the first step
 also allocates the gradients), within 15%: the worst rank, or with EP the sum over the ranks (the
 plan assumes balanced routing), of the first stage with PP (the plan's figure is the worst
-stage's). Prints a Markdown table; exits 1 when a planner figure and a measured one differ
+stage's). Rollout weights kept through training (the trainer's `rollout_kept_bytes`: under PP
+the other stages' layers, with rollout TP 1 under EP, which the EP cases run, the whole copy) against the embedded plan's "rollout weights (kept)", exactly, on the ranks training the
+most. The BF16_CASES rows repeat this with bf16 parameters (the planner's grpo.dtype=bf16,
+the trainer's actor_rollout_ref.actor.megatron.dtype=bfloat16: fp32 masters and gradients).
+Prints a Markdown table; exits 1 when a planner figure and a measured one differ
 (memory: exactly; communication: by more than 5%; activations: by more than 15%).
 
 Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
@@ -62,6 +66,14 @@ CASES = [("tiny-moe", 2, 1, 1, False, 1, 1), ("tiny-moe", 2, 1, 2, False, 1, 1),
          ("tiny-dense", 2, 2, 1, True, 1, 1), ("tiny-dense", 4, 2, 1, False, 1, 1),
          ("tiny-dense", 2, 1, 1, False, 2, 1), ("tiny-dense", 4, 1, 1, False, 2, 1),
          ("tiny-moe", 4, 1, 2, False, 2, 1)]
+# Mixed precision (dtype bf16: bf16 parameters, fp32 master weights and gradients): the planner
+# is asked with grpo.dtype=bf16 (and local-cpu's device marked bf16-capable: LibTorch's CPU
+# kernels compute bf16), the trainer started with actor_rollout_ref.actor.megatron.dtype=bfloat16.
+BF16_CASES = [("tiny-moe", 4, 2, 2, True, 1, 1), ("tiny-moe", 4, 1, 2, False, 2, 1),
+              ("tiny-dense", 2, 1, 1, False, 1, 1), ("tiny-dense", 2, 2, 1, True, 1, 1),
+              ("tiny-dense", 2, 1, 1, False, 2, 1)]
+BF16_PLAN = ("grpo.dtype=bf16", "device.bf16=true", "device.peak_bf16_tflops=0.1")
+ALL_CASES = [c + ("fp32",) for c in CASES] + [c + ("bf16",) for c in BF16_CASES]
 GIB = 1 << 30
 METRIC_BYTES = 128  # the step's metrics all-reduced over the world: at most 16 doubles
 
@@ -70,11 +82,13 @@ def flag(sp):
     return "true" if sp else "false"
 
 
-def plan_json(model, world, tp, ep, sp, pp, etp, *sets):
+def plan_json(model, world, tp, ep, sp, pp, etp, dtype, *sets):
     """`grpo-launch plan` on local-cpu at this layout, with more `--set` values: its JSON."""
     dp = world // (tp * pp)
     layout = [f"gpus_per_node={world}", f"tp={tp}", f"ep={ep}", f"etp={etp}", f"dp={dp}",
               f"pp={pp}", f"sequence_parallel={flag(sp)}", *sets]
+    if dtype == "bf16":
+        layout += BF16_PLAN
     out = subprocess.run(
         [LAUNCH, "plan", "-p", "local-cpu", "-m", model, "--format", "json"] +
         [arg for s in layout for arg in ("--set", s)],
@@ -82,9 +96,9 @@ def plan_json(model, world, tp, ep, sp, pp, etp, *sets):
     return json.loads(out)
 
 
-def planner(model, world, tp, ep, sp, pp, etp):
+def planner(model, world, tp, ep, sp, pp, etp, dtype):
     dp = world // (tp * pp)
-    j = plan_json(model, world, tp, ep, sp, pp, etp, "distributed_optimizer=false")
+    j = plan_json(model, world, tp, ep, sp, pp, etp, dtype, "distributed_optimizer=false")
     plan, w = j["plan"], j["workload"]
     items = plan["memory"]["training"]["items_gib"]
     want = {k: round(items[v] * GIB) for k, v in (("param_bytes", "actor weights"),
@@ -115,14 +129,23 @@ def planner(model, world, tp, ep, sp, pp, etp):
     return want
 
 
-def planned_activations(model, world, tp, ep, sp, pp, etp, micro, length):
+def whole_rollout(tp, ep):
+    """Whether the case generates with a whole-model copy (rollout TP 1, what `grpo-launch run`
+    plans on local-cpu) rather than at the training layout (rollout TP = TP): the EP cases."""
+    return ep > 1
+
+
+def embedded_plan(model, world, tp, ep, sp, pp, etp, dtype, micro, length):
     """The embedded trainer's plan (--set backend=embedded, as `grpo-launch run` plans) for micro
-    batches of `micro` sequences of `length` tokens: its training items "activations" + "logits"
-    (bytes; the worst stage's)."""
-    j = plan_json(model, world, tp, ep, sp, pp, etp, "backend=embedded", f"micro_batch={micro}",
+    batches of `micro` sequences of `length` tokens, at the case's rollout TP: its training items
+    "activations" + "logits" and "rollout weights (kept)" (bytes; the worst stage's)."""
+    rollout_tp = 1 if whole_rollout(tp, ep) else tp
+    j = plan_json(model, world, tp, ep, sp, pp, etp, dtype, "backend=embedded",
+                  f"micro_batch={micro}", f"rollout_tp={rollout_tp}",
                   f"grpo.max_prompt_length={length - 1}", "grpo.max_response_length=1")
     items = j["plan"]["memory"]["training"]["items_gib"]
-    return round((items["activations"] + items["logits"]) * GIB)
+    return (round((items["activations"] + items["logits"]) * GIB),
+            round(items.get("rollout weights (kept)", 0) * GIB))
 
 
 def free_port():
@@ -131,7 +154,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def trainer(model, world, tp, ep, sp, pp, etp):
+def trainer(model, world, tp, ep, sp, pp, etp, dtype):
     port = free_port()
     with tempfile.TemporaryDirectory() as d:
         procs = []
@@ -152,7 +175,11 @@ def trainer(model, world, tp, ep, sp, pp, etp):
                     "--set",
                     f"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size={etp}",
                     "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
-                    "--set", f"actor_rollout_ref.actor.megatron.sequence_parallel={flag(sp)}"]
+                    "--set", f"actor_rollout_ref.actor.megatron.sequence_parallel={flag(sp)}",
+                    "--set", "actor_rollout_ref.actor.megatron.dtype="
+                    f"{'bfloat16' if dtype == 'bf16' else 'float32'}",
+                    "--set", "actor_rollout_ref.rollout.tensor_model_parallel_size="
+                    f"{1 if whole_rollout(tp, ep) else 0}"]
             procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
         events = []
         for p in procs:
@@ -166,14 +193,15 @@ def trainer(model, world, tp, ep, sp, pp, etp):
 
 
 def main():
-    print("| model | ranks | TP | EP | SP | PP | ETP | item | planner (bytes per device) | "
+    print("| model | ranks | TP | EP | SP | PP | ETP | dtype | item | planner (bytes per device) | "
           "measured (bytes per rank) | equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
-    for model, world, tp, ep, sp, pp, etp in CASES:
-        want = planner(model, world, tp, ep, sp, pp, etp)
-        got, steps = trainer(model, world, tp, ep, sp, pp, etp)
-        head = f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {pp} | {etp} |"
+    for model, world, tp, ep, sp, pp, etp, dtype in ALL_CASES:
+        want = planner(model, world, tp, ep, sp, pp, etp, dtype)
+        got, steps = trainer(model, world, tp, ep, sp, pp, etp, dtype)
+        head = (f"| {model} | {world} | {tp} | {ep} | {'on' if sp else 'off'} | {pp} | {etp} | "
+                f"{dtype} |")
         reduced = sorted({sum(e["comm_bytes"].get(k, 0) for k in
                               ("dp.allreduce", "edp.allreduce", "world.allreduce")) for e in steps})
         # 5%, and at least the step metrics' own all-reduce over the world (a few doubles,
@@ -214,9 +242,10 @@ def main():
         rows = 8 // (world // (tp * pp))  # the rank's SFT examples
         micro = rows // pp
         stage = {e["rank"]: e.get("stage", 0) for e in got}
-        pairs = [(planned_activations(model, world, tp, ep, sp, pp, etp, micro,
-                                      e["train_rows"] // rows), e["peak_activation_bytes"])
-                 for e in second if stage[e["rank"]] == 0]
+        plans = [(embedded_plan(model, world, tp, ep, sp, pp, etp, dtype, micro,
+                                e["train_rows"] // rows), e) for e in second]
+        pairs = [(plan[0], e["peak_activation_bytes"]) for plan, e in plans
+                 if stage[e["rank"]] == 0]
         if ep > 1:
             planned, peak = (sum(p for p, _ in pairs), sum(m for _, m in pairs))
         else:
@@ -239,6 +268,16 @@ def main():
             ok &= close
             print(f"{head} pp_send_bytes (all ranks) | {expect} | {sent} | "
                   f"{'within 5%' if close else 'NO'} |")
+        # What the ranks keep for generation besides what they train (PP: the other stages'
+        # layers; rollout TP 1 under TP x EP: the whole copy), on the rank(s) training the most:
+        # the planner's figure is the worst stage's.
+        kept_want = plans[0][0][1]
+        most = max(e["param_bytes"] for e in got)
+        kept = sorted({e["rollout_kept_bytes"] for e in got if e["param_bytes"] == most})
+        equal = kept == [kept_want]
+        ok &= equal
+        print(f"{head} rollout_kept_bytes{' (whole copy)' if whole_rollout(tp, ep) else ''} | "
+              f"{kept_want} | {', '.join(map(str, kept))} | {'yes' if equal else 'NO'} |")
         for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
             values = sorted({e[key] for e in got})
             # The planner keeps the stage with the most (docs/memory-model.md): with PP the

@@ -236,6 +236,9 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
     } else if (const std::string no = core::embedded_trainer_unsupported_device(p.plan.cluster);
                !no.empty()) {
       p.unsupported_layout = no;
+    } else if (const std::string dt = core::embedded_trainer_unsupported_dtype(p.plan.workload);
+               !dt.empty()) {
+      p.unsupported_layout = dt;
     }
     for (const auto& kv : args.trainer_sets) {
       run.trainer_command.push_back("--set");

@@ -138,6 +138,47 @@ TEST(Grpo, AdamWMatchesTorchOptimAdamW) {
   EXPECT_TRUE(other.state()[0].second.equal(mine.state()[0].second));
 }
 
+// Mixed precision: a bf16 parameter with an fp32 master. Two backward passes (micro batches)
+// add their bf16 gradients into the fp32 main gradient; the master then follows
+// torch::optim::AdamW run on an fp32 copy with the sum of the same gradients, and the parameter
+// is the master rounded to bf16.
+TEST(Grpo, MixedPrecisionAdamWUpdatesFp32MastersAndRoundsTheParameters) {
+  torch::manual_seed(2);
+  const at::Tensor init = at::randn({4, 3});
+  at::Tensor p = init.to(at::kBFloat16).requires_grad_(true);
+  at::Tensor b = init.clone().requires_grad_(true);
+  AdamW mine({{"p", p}}, {init.clone()});
+  ASSERT_TRUE(p.grad().defined());
+  EXPECT_EQ(p.grad().scalar_type(), at::kFloat);
+  torch::optim::AdamW theirs({b}, torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
+  for (int step = 0; step < 5; ++step) {
+    // d/dp sum(p * c) = c, exact in bf16; 1 + 2^-12 is not a bf16 number, so the sum of the two
+    // micro batches' gradients is exact only if it is kept in fp32.
+    const at::Tensor c1 = at::randn({4, 3}).to(at::kBFloat16);
+    const at::Tensor c2 = at::full({4, 3}, 1.0 / 4096.0).to(at::kBFloat16);
+    (p * c1).sum().backward();
+    (p * c2).sum().backward();
+    EXPECT_EQ(p.grad().scalar_type(), at::kFloat);
+    const at::Tensor want = c1.to(at::kFloat) + c2.to(at::kFloat);
+    EXPECT_TRUE(p.grad().equal(want)) << "step " << step;
+    b.mutable_grad() = want.clone();
+    AdamWOptions o;
+    o.lr = 1e-2;
+    o.weight_decay = 0.1;
+    mine.step(o);
+    theirs.step();
+    mine.zero_grad();
+    EXPECT_EQ(p.grad().abs().max().item<double>(), 0.0);
+  }
+  const at::Tensor master = mine.weights()[0].second;
+  EXPECT_EQ(master.scalar_type(), at::kFloat);
+  EXPECT_LT((master - b).abs().max().item<double>(), 1e-6);
+  EXPECT_TRUE(p.detach().equal(master.to(at::kBFloat16)));
+  EXPECT_EQ(mine.master_bytes(), 4 * 3 * 4);
+  // The moments are fp32 too: the state a checkpoint holds.
+  for (const auto& [name, t] : mine.state()) EXPECT_EQ(t.scalar_type(), at::kFloat) << name;
+}
+
 TEST(Grpo, SafetensorsRoundTripAndCorruptionIsAnError) {
   NamedTensors t = {{"a", at::arange(6, at::kFloat).view({2, 3})},
                     {"b", at::tensor({1, 2, 3}, at::kLong)},

@@ -167,6 +167,25 @@ TEST(EmbeddedTrainerLayout, TrainsOnTheProfilesDevices) {
             "your own trainer with --trainer-cmd)");
 }
 
+TEST(EmbeddedTrainerLayout, TrainsInTheWorkloadsDtype) {
+  // verl's Megatron key and PrecisionType names; fp16 (loss scaling) is not built.
+  Plan plan;
+  plan.cluster = test::cluster("a100x8");
+  auto dtype = [&](Dtype d) {
+    plan.workload.dtype = d;
+    return last_trainer_set(trainer_settings(plan), "actor_rollout_ref.actor.megatron.dtype")
+        .value_or("");
+  };
+  EXPECT_EQ(dtype(Dtype::kBf16), "bfloat16");
+  EXPECT_EQ(dtype(Dtype::kFp32), "float32");
+  EXPECT_EQ(dtype(Dtype::kFp16), "float16");
+  EXPECT_EQ(embedded_trainer_unsupported_dtype(plan.workload),
+            "the embedded trainer trains in bf16 (fp32 master weights) or fp32; fp16 needs loss "
+            "scaling, which it does not have (set grpo.dtype=bf16 or grpo.dtype=fp32)");
+  plan.workload.dtype = Dtype::kBf16;
+  EXPECT_EQ(embedded_trainer_unsupported_dtype(plan.workload), "");
+}
+
 TEST(EmbeddedTrainerLayout, ThePlannerSearchesOnlyWhatItRunsUnlessTheUserChose) {
   LayoutConstraints c;
   c.pp = 2;  // the user's choice stays (and is refused later, with the reason)

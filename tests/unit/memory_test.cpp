@@ -318,6 +318,43 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 3'178'240.0);
     EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 90'112.0);
   }
+  {
+    // tiny-dense as above with bf16 parameters (grpo.dtype = bf16): 2-byte activations, but the
+    // softmax's fp32 output is kept next to its bf16 copy (4 + 2 bytes), and the largest
+    // gradient (bf16) goes into the fp32 main gradient through an fp32 copy (2 + 4 bytes).
+    //   attention 2*(2*128 + 128) + 2*(128 + 64) + 2*(2*128 + 2*64) + 6*4*11
+    //           = 768 + 384 + 768 + 264 = 2,184
+    //   dense     2,184 + 2*128 + 2*4*384 = 2,184 + 256 + 3,072 = 5,512
+    // x 4 layers x 44 tokens = 970,112, plus 384 x 128 x 6 = 294,912: 1,265,024.
+    // Last stage: 2*128*(1 + 1) x 44 = 22,528 and the fused kernel's fp32 buffers 11,968: 34,496.
+    w.dtype = Dtype::kBf16;
+    const MemoryEstimate e = estimate("tiny-dense", layout(1, 1, 2, 1, 1, 4));
+    EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 1'265'024.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 34'496.0);
+  }
+}
+
+TEST(Memory, EmbeddedTrainerKeepsItsRolloutWeights) {
+  const auto c = test::cluster("local-cpu");
+  const WorkloadSpec w = c.grpo;  // fp32
+  auto kept = [&](const char* model, Layout l) {
+    l.embedded_trainer = true;
+    l.distributed_optimizer = false;
+    const MemoryEstimate e = estimate_memory(test::model(model), c, w, l);
+    EXPECT_DOUBLE_EQ(e.training.bytes("rollout weights (kept)"),
+                     e.rollout.bytes("rollout weights (kept)"));
+    return e.training.bytes("rollout weights (kept)");
+  };
+  // Rollout TP 1 under TP x EP: a whole copy, tiny-moe's 1,988,480 parameters x 4 bytes.
+  EXPECT_DOUBLE_EQ(kept("tiny-moe", layout(2, 1, 1, 2, 1, 1, 1)), 7'953'920.0);
+  // Generating at the training layout keeps nothing more.
+  EXPECT_DOUBLE_EQ(kept("tiny-moe", layout(2, 1, 1, 2, 1, 1, 2)), 0.0);
+  // PP = 2 (tiny-dense, 2 + 2 layers of 196,928 parameters: q 16,384, k and v 8,192 each,
+  // o 16,384, q/k norms 64, layer norms 256, MLP 3 x 128 x 384 = 147,456): the first stage
+  // trains the embedding (8,192) and 2 layers, 402,048 parameters; the last 2 layers, the final
+  // norm (128) and the LM head (8,192), 402,176: the worst. Each rank keeps every layer for the
+  // rollout, so the worst stage keeps the first stage's 402,048 x 4 = 1,608,192 bytes more.
+  EXPECT_DOUBLE_EQ(kept("tiny-dense", layout(1, 2, 1)), 1'608'192.0);
 }
 
 }  // namespace

@@ -107,11 +107,13 @@ core::Status Checkpointer::resume(TrainState& st) {
   if (!own) GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
   if (state_text.empty()) {
     spdlog::info("starting from scratch (no checkpoint to resume)");
-    const NamedTensors local = st.model->named_params();
+    const NamedTensors local = model_weights(st);
     // A Hugging Face model directory: its weights, not the random initialization (rank 0 reads
     // the full tensors; scatter_full keeps each rank's experts and TP slices).
     if (const auto hf_dir = hf_model_dir(ctx_.cfg.model_path)) {
-      return load_hf_weights(ctx_, *hf_dir, full_params(ctx_, *st.model), local);
+      GRPO_TRY_STATUS(load_hf_weights(ctx_, *hf_dir, full_params(ctx_, *st.model), local));
+      st.optim->sync_params();
+      return core::ok_status();
     }
     // Identical initial weights on every rank holding a tensor, whatever happened before. TP
     // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
@@ -120,8 +122,11 @@ core::Status Checkpointer::resume(TrainState& st) {
     for (FullTensor& f : full_params(ctx_, *st.model)) {
       if (!f.sliced) whole.push_back(std::move(f));
     }
-    return scatter_full(ctx_, whole, std::map<std::string, at::Tensor>(local.begin(), local.end()),
-                        local, [](const FullTensor& f) { return f.owner; });
+    GRPO_TRY_STATUS(scatter_full(ctx_, whole,
+                                 std::map<std::string, at::Tensor>(local.begin(), local.end()),
+                                 local, [](const FullTensor& f) { return f.owner; }));
+    st.optim->sync_params();
+    return core::ok_status();
   }
   if (!own) GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
   json state = json::parse(state_text);
@@ -143,7 +148,9 @@ core::Status Checkpointer::resume(TrainState& st) {
     return scatter_full(ctx_, full, src, dst, from_rank0);
   };
   const std::vector<FullTensor> params = full_params(ctx_, *st.model);
-  GRPO_TRY_STATUS(load_into("model.safetensors", st.model->named_params(), params));
+  // Under mixed precision the file's fp32 weights go into the masters (model_weights).
+  GRPO_TRY_STATUS(load_into("model.safetensors", model_weights(st), params));
+  st.optim->sync_params();
   // state() aliases the moments
   GRPO_TRY_STATUS(
       load_into("optimizer.safetensors", st.optim->state(), full_optimizer_states(params)));
@@ -196,7 +203,7 @@ core::Status Checkpointer::resume(TrainState& st) {
         "resharded, the data cursor is global, sampling streams are re-seeded (not bit-exact)",
         saved_replicas, ctx_.par.data_ranks());
   }
-  GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, *st.model));
+  GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, st));
   const double read_s = seconds_since(t0);
   const double secs = seconds_since(t_begin);
   spdlog::info("resumed from {} at step {} ({:.3f} s: look {:.3f} s, waited {:.3f} s, {} {:.3f} s)",
@@ -377,7 +384,7 @@ core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const st
       out.emplace_back(f.name, staging_[staged++]);
     };
   };
-  GRPO_TRY_STATUS(gather_full(ctx_, params, st.model->named_params(), false, into(c->model)));
+  GRPO_TRY_STATUS(gather_full(ctx_, params, model_weights(st), false, into(c->model)));
   GRPO_TRY_STATUS(
       gather_full(ctx_, full_optimizer_states(params), st.optim->state(), false, into(c->optim)));
   if (st.grpo_started) {

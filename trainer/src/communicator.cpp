@@ -71,7 +71,7 @@ class C10dCommunicator final : public Communicator {
 
   core::Status broadcast(at::Tensor& t, int root) override {
     return guarded("broadcast", [&] {
-      std::vector<at::Tensor> v{t};
+      std::vector<at::Tensor> v{wire(t)};
       c10d::BroadcastOptions opts;
       opts.rootRank = root;
       finish(pg_->broadcast(v, opts));
@@ -86,9 +86,9 @@ class C10dCommunicator final : public Communicator {
 
   core::Status allgather(const at::Tensor& in, at::Tensor& out) override {
     return guarded("all-gather", [&] {
-      std::vector<at::Tensor> inputs{in.contiguous()};
+      std::vector<at::Tensor> inputs{wire(in.contiguous())};
       std::vector<std::vector<at::Tensor>> outputs(1);
-      at::Tensor flat = out.view({world_, -1});
+      at::Tensor flat = wire(out).view({world_, -1});
       for (int r = 0; r < world_; ++r) outputs[0].push_back(flat[r].view(in.sizes()));
       finish(pg_->allgather(outputs, inputs));
     });
@@ -104,7 +104,9 @@ class C10dCommunicator final : public Communicator {
       // Gloo: every rank sends part r of its input to rank r and sums what it receives.
       std::vector<std::int64_t> parts(static_cast<std::size_t>(world_), out.size(0));
       at::Tensor received = at::empty_like(input);
-      finish(pg_->alltoall_base(received, input, parts, parts));
+      at::Tensor received_wire = wire(received);
+      at::Tensor input_wire = wire(input);
+      finish(pg_->alltoall_base(received_wire, input_wire, parts, parts));
       std::vector<std::int64_t> shape = out.sizes().vec();
       shape.insert(shape.begin(), world_);
       out.copy_(received.view(shape).sum(0));
@@ -118,8 +120,9 @@ class C10dCommunicator final : public Communicator {
       // c10d takes the split sizes by non-const reference (both LibTorch 1.13 and 2.x).
       std::vector<std::int64_t> out_splits = recv_counts;
       std::vector<std::int64_t> in_splits = send_counts;
-      at::Tensor input = in.contiguous();
-      finish(pg_->alltoall_base(out, input, out_splits, in_splits));
+      at::Tensor input = wire(in.contiguous());
+      at::Tensor output = wire(out);
+      finish(pg_->alltoall_base(output, input, out_splits, in_splits));
     });
   }
 
@@ -129,7 +132,7 @@ class C10dCommunicator final : public Communicator {
       tensors.reserve(ops.size());
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       for (const P2pOp& op : ops) {
-        tensors.push_back({op.tensor});
+        tensors.push_back({wire(op.tensor)});
         works.push_back(op.send ? pg_->send(tensors.back(), op.peer, /*tag=*/0)
                                 : pg_->recv(tensors.back(), op.peer, /*tag=*/0));
       }
@@ -172,11 +175,20 @@ class C10dCommunicator final : public Communicator {
  private:
   core::Status allreduce(at::Tensor& t, c10d::ReduceOp op) {
     return guarded("all-reduce", [&] {
-      std::vector<at::Tensor> v{t};
+      // Gloo cannot add bf16: the sum runs in fp32 and is rounded back.
+      const bool widen = backend_ == "gloo" && t.scalar_type() == at::kBFloat16;
+      std::vector<at::Tensor> v{widen ? t.to(at::kFloat) : t};
       c10d::AllreduceOptions opts;
       opts.reduceOp = op;
       finish(pg_->allreduce(v, opts));
+      if (widen) t.copy_(v[0]);
     });
+  }
+
+  // What a collective that only moves `t` hands to the backend: LibTorch 1.13's Gloo refuses
+  // bf16 ("Invalid scalar type"), so its bits travel as fp16, which Gloo copies unchanged.
+  at::Tensor wire(const at::Tensor& t) const {
+    return backend_ == "gloo" && t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t;
   }
 
   // Waits for `work`; on Gloo also for its worker thread to drop its reference to the work

@@ -163,6 +163,10 @@ const std::vector<KeyDef>& key_defs() {
        "group)"},
       {"actor_rollout_ref.actor.megatron.sequence_parallel", &C::sequence_parallel, any(),
        "sequence parallelism around the norms (with TP > 1)"},
+      {"actor_rollout_ref.actor.megatron.dtype", &C::dtype,
+       one_of({"float32", "fp32", "bfloat16", "bf16", "float16", "fp16"}),
+       "parameter dtype: float32, or bfloat16 with fp32 master weights and gradients (float16 "
+       "is not built)"},
       {"actor_rollout_ref.rollout.tensor_model_parallel_size",
        &C::rollout_tensor_model_parallel_size, at_least(0),
        "the rollout engine's TP: 1 under a TP or EP layout generates with the whole model on "
@@ -656,6 +660,10 @@ Status validate(const TrainerConfig& c) {
     return invalid("no model: pass --model NAME_OR_FILE or set actor_rollout_ref.model.path");
   }
   GRPO_TRY_STATUS(kernels::parse_backend(c.kernels));
+  if (c.dtype == "float16" || c.dtype == "fp16") {
+    return invalid("actor_rollout_ref.actor.megatron.dtype = " + c.dtype +
+                   " is not built: fp16 training needs loss scaling (use bfloat16 or float32)");
+  }
   // A dataset's prompts are checked when it is read (data.truncation, filter_overlong_prompts).
   if (c.uses_dataset()) return core::ok_status();
   // Longest prompt and answer of the task must fit the configured lengths.

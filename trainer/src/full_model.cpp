@@ -78,10 +78,11 @@ core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
     const bool held = f.owner == ctx.rank && it != mine.end();
     // Rank 0's own tensors need no transfer unless every rank wants them.
     if (f.owner == 0 && !to_all) {
-      if (ctx.rank == 0 && held) sink(f, it->second);
+      if (ctx.rank == 0 && held) sink(f, it->second.detach().to(at::kFloat));
       continue;
     }
-    at::Tensor buf = held ? it->second.detach().clone() : at::empty(f.shape, at::kFloat);
+    at::Tensor buf =
+        held ? it->second.detach().to(at::kFloat).clone() : at::empty(f.shape, at::kFloat);
     GRPO_TRY_STATUS(ctx.comm->broadcast(buf, f.owner));
     if (to_all || ctx.rank == 0) sink(f, buf);
   }
@@ -153,13 +154,17 @@ core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>
   return core::ok_status();
 }
 
-core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model) {
-  if (!model.expert_parallel() && !model.tensor_shard().active()) {
-    return tensors_sha256(model.named_params());
+core::Result<std::string> full_weights_sha256(RunContext& ctx, const TrainState& st) {
+  const QwenModel& model = *st.model;
+  const NamedTensors weights = model_weights(st);
+  // Under PP with mixed precision a rank holds fp32 masters of its stage only.
+  const bool whole_here = !st.optim->mixed_precision() || ctx.par.dims.pp == 1;
+  if (!model.expert_parallel() && !model.tensor_shard().active() && whole_here) {
+    return tensors_sha256(weights);
   }
   NamedTensors all;
   GRPO_TRY_STATUS(gather_full(
-      ctx, full_params(ctx, model), model.named_params(), true,
+      ctx, full_params(ctx, model), weights, true,
       [&](const FullTensor& f, const at::Tensor& t) { all.emplace_back(f.name, t.clone()); }));
   return tensors_sha256(all);
 }

@@ -35,7 +35,8 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
 std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params);
 
 // Collective over the world: every entry's tensor travels from its owner (whose `local` holds it
-// under the same name) to rank 0, or to every rank when `to_all`; `sink` sees it there, in order.
+// under the same name) to rank 0, or to every rank when `to_all`; `sink` sees it there, in order,
+// as fp32 (bf16 tensors travel and arrive widened).
 core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
                          const NamedTensors& local, bool to_all,
                          const std::function<void(const FullTensor&, const at::Tensor&)>& sink);
@@ -65,8 +66,9 @@ core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>
                             const std::map<std::string, at::Tensor>& source,
                             const NamedTensors& local);
 
-// sha256 of the full weights in the one-rank order (tensor_io.h), the same whatever the layout.
-// Collective when the model is sharded.
-core::Result<std::string> full_weights_sha256(RunContext& ctx, const QwenModel& model);
+// sha256 of the full weights (model_weights: the fp32 masters under mixed precision) in the
+// one-rank order (tensor_io.h), the same whatever the layout. Collective when the model is
+// sharded.
+core::Result<std::string> full_weights_sha256(RunContext& ctx, const TrainState& st);
 
 }  // namespace grpo::trainer

@@ -73,16 +73,25 @@ at::Tensor sequence_logprobs(QwenModel& model, const SequenceBatch& batch, std::
   return out;
 }
 
-AdamW::AdamW(NamedTensors params) : params_(std::move(params)) {
+AdamW::AdamW(NamedTensors params, std::vector<at::Tensor> masters)
+    : params_(std::move(params)), masters_(std::move(masters)) {
+  TORCH_CHECK(masters_.empty() || masters_.size() == params_.size(),
+              "AdamW: one master weight per parameter");
+  for (std::size_t i = 0; i < masters_.size(); ++i) {
+    // The fp32 main gradient: AccumulateGrad adds each backward's gradient into a defined .grad
+    // in place, so it stays fp32 whatever the parameter's dtype.
+    params_[i].second.mutable_grad() = at::zeros_like(masters_[i]);
+  }
   reset();
 }
 
 void AdamW::reset() {
   exp_avg_.clear();
   exp_avg_sq_.clear();
-  for (const auto& [name, p] : params_) {
-    exp_avg_.push_back(at::zeros_like(p));
-    exp_avg_sq_.push_back(at::zeros_like(p));
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& w = masters_.empty() ? params_[i].second : masters_[i];
+    exp_avg_.push_back(at::zeros_like(w));
+    exp_avg_sq_.push_back(at::zeros_like(w));
   }
   steps_ = 0;
 }
@@ -101,14 +110,36 @@ void AdamW::step(const AdamWOptions& o) {
   const double step_size = o.lr / bc1;
   const double bc2_sqrt = std::sqrt(bc2);
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor& p = params_[i].second;
-    at::Tensor g = p.grad().defined() ? p.grad() : at::zeros_like(p);
+    at::Tensor& p = masters_.empty() ? params_[i].second : masters_[i];
+    const at::Tensor& model = params_[i].second;
+    at::Tensor g = model.grad().defined() ? model.grad() : at::zeros_like(p);
     p.mul_(1.0 - o.lr * o.weight_decay);
     exp_avg_[i].mul_(o.beta1).add_(g, 1.0 - o.beta1);
     exp_avg_sq_[i].mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
     at::Tensor denom = (exp_avg_sq_[i].sqrt() / bc2_sqrt).add_(o.eps);
     p.addcdiv_(exp_avg_[i], denom, -step_size);
   }
+  sync_params();
+}
+
+NamedTensors AdamW::weights() const {
+  if (masters_.empty()) return params_;
+  NamedTensors out;
+  for (std::size_t i = 0; i < params_.size(); ++i) out.emplace_back(params_[i].first, masters_[i]);
+  return out;
+}
+
+void AdamW::sync_params() {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < masters_.size(); ++i) params_[i].second.copy_(masters_[i]);
+}
+
+std::int64_t AdamW::master_bytes() const {
+  std::int64_t bytes = 0;
+  for (const at::Tensor& m : masters_) {
+    bytes += static_cast<std::int64_t>(m.numel()) * static_cast<std::int64_t>(m.element_size());
+  }
+  return bytes;
 }
 
 NamedTensors AdamW::state() const {

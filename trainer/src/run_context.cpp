@@ -160,4 +160,15 @@ core::Result<std::map<std::string, double>> MeanAccumulator::reduce(Communicator
   return out;
 }
 
+NamedTensors model_weights(const TrainState& st) {
+  NamedTensors out = st.model->named_params();
+  if (!st.optim->mixed_precision()) return out;
+  std::map<std::string, at::Tensor> masters;
+  for (const auto& [name, w] : st.optim->weights()) masters.emplace(name, w);
+  for (auto& [name, t] : out) {
+    if (auto it = masters.find(name); it != masters.end()) t = it->second;
+  }
+  return out;
+}
+
 }  // namespace grpo::trainer

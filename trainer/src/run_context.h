@@ -61,6 +61,11 @@ struct TrainState {
   bool grpo_started = false;
 };
 
+// `st.model`'s parameters, in its order, as checkpoints hold them: the optimizer's fp32 masters
+// where it keeps them (this rank's stage under mixed precision), the parameters themselves
+// elsewhere. After copying into them call st.optim->sync_params().
+NamedTensors model_weights(const TrainState& st);
+
 // The run's environment: everything a step needs besides the training state.
 struct RunContext {
   RunContext(TrainerConfig config, core::ModelSpec model_spec,

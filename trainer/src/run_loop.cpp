@@ -119,7 +119,14 @@ void TrainingRun::setup() {
       p.requires_grad_(false);
     }
   }
-  state_.optim = std::make_unique<AdamW>(std::move(trained));
+  // Mixed precision: the weights drawn in fp32 become the masters and the model is rounded to
+  // bf16, so a bf16 run starts from the fp32 run's weights.
+  std::vector<at::Tensor> masters;
+  if (cfg.mixed_precision()) {
+    for (const auto& [name, p] : trained) masters.push_back(p.detach().clone());
+    state_.model->to(at::kBFloat16);
+  }
+  state_.optim = std::make_unique<AdamW>(std::move(trained), std::move(masters));
   if (whole_model_rollout(ctx_)) state_.rollout = make_rollout_model(ctx_, *state_.model);
   state_.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()));
 }
@@ -184,7 +191,11 @@ void TrainingRun::emit_layout() {
     return n;
   };
   const std::int64_t param_bytes = bytes_of(state_.optim->params());
-  const std::int64_t optimizer_bytes = bytes_of(state_.optim->state());
+  // Gradients are fp32 in both precisions (the main gradients under mixed precision); the
+  // optimizer holds the moments and, under mixed precision, the fp32 master weights.
+  const std::int64_t grad_bytes = bytes_of(state_.optim->weights());
+  const std::int64_t optimizer_bytes =
+      bytes_of(state_.optim->state()) + state_.optim->master_bytes();
   nlohmann::json fields = core::dims_to_json(d);
   fields.update(
       nlohmann::json{{"sequence_parallel", ctx_.par.sequence_parallel},
@@ -193,7 +204,8 @@ void TrainingRun::emit_layout() {
                      {"experts_per_rank", ctx_.spec.is_moe() ? ctx_.spec.num_experts / d.ep : 0},
                      {"token_exchange", d.ep > 1 ? "all-to-all" : "none"},
                      {"param_bytes", param_bytes},
-                     {"grad_bytes", param_bytes},
+                     {"dtype", state_.optim->mixed_precision() ? "bfloat16" : "float32"},
+                     {"grad_bytes", grad_bytes},
                      {"optimizer_bytes", optimizer_bytes}});
   if (d.pp > 1) {
     nlohmann::json stages = nlohmann::json::array();
@@ -204,6 +216,10 @@ void TrainingRun::emit_layout() {
     fields["rollout_param_bytes"] = bytes_of(state_.model->named_params());
   }
   if (state_.rollout) fields["rollout_param_bytes"] = bytes_of(state_.rollout->named_params());
+  // What this rank keeps for generation beyond the parameters it trains (the planner's "rollout
+  // weights (kept)"): the other stages' layers under PP and the whole-model copy.
+  fields["rollout_kept_bytes"] = bytes_of(state_.model->named_params()) - param_bytes +
+                                 (state_.rollout ? bytes_of(state_.rollout->named_params()) : 0);
   ctx_.tel.emit("layout", fields);
 }
 
@@ -297,7 +313,7 @@ int TrainingRun::run() {
     m.fields["data_cursor"] = state_.data_cursor;
     if (val) m.fields["val_reward"] = *val;
     if (cfg.checksum_freq > 0 && s % cfg.checksum_freq == 0) {
-      auto sha = full_weights_sha256(ctx_, *state_.model);
+      auto sha = full_weights_sha256(ctx_, state_);
       if (!sha.ok()) return fail(sha.error());
       m.fields["weights_sha256"] = *sha;
     }
@@ -335,7 +351,7 @@ int TrainingRun::run() {
   }
   // The final checkpoint is written synchronously; this only reports an earlier one's outcome.
   if (core::Status st = checkpoints_.wait(); !st.ok()) return fail(st.error());
-  auto final_sha = full_weights_sha256(ctx_, *state_.model);
+  auto final_sha = full_weights_sha256(ctx_, state_);
   if (!final_sha.ok()) return fail(final_sha.error());
   const std::string& sha = *final_sha;
   spdlog::info("training done at step {}; weights sha256 {}", state_.step, sha);

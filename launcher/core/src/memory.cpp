@@ -233,6 +233,23 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   // fp32 master weights) on the host.
   if (l.offload.cpu_optimizer) opt *= std::clamp(1.0 - l.offload.cpu_optimizer_fraction, 0.0, 1.0);
   const double ref_weights = w.use_kl_loss && !w.lora.active() ? weights : 0.0;
+  // grpo-trainer generates with weights of its own that stay resident through training
+  // (docs/memory-model.md "The embedded trainer's rollout weights"): under PP every rank holds
+  // every layer's shard (each rank generates through the whole depth), and with rollout TP = 1
+  // under TP or EP a whole copy, gathered from the shards before each rollout.
+  double kept_rollout = 0;
+  if (l.embedded_trainer) {
+    if (d.pp > 1) {
+      Layout all_layers = l;
+      all_layers.dims.pp = 1;
+      all_layers.first_stage_layers = 0;
+      all_layers.last_stage_layers = 0;
+      kept_rollout += wb * sharded_params(m, all_layers).total() - weights;
+    }
+    if (l.rollout_tp == 1 && (d.tp > 1 || d.ep > 1)) {
+      kept_rollout += wb * static_cast<double>(count_params(m).total());
+    }
+  }
 
   // --- Activations and logits of one micro batch on each stage, with the 1F1B in-flight count.
   const memory_terms::TokenRange tokens = memory_terms::micro_batch_tokens(w, l, d.cp);
@@ -250,14 +267,15 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
         std::min<std::int64_t>(static_cast<std::int64_t>(stages.size() - s), micro_batches));
     const auto act_at = [&](double t) {
       if (l.embedded_trainer) {
-        return memory_terms::embedded_stage_activations(
-            m, l, static_cast<double>(w.seq_length()) / d.cp, layer, stages[s], t, in_flight);
+        return memory_terms::embedded_stage_activations(m, l, w.dtype,
+                                                        static_cast<double>(w.seq_length()) / d.cp,
+                                                        layer, stages[s], t, in_flight);
       }
       return memory_terms::stage_activations(m, l, act, layer, stages[s], t, in_flight);
     };
     const auto logits_at = [&](double t) {
       if (s + 1 != stages.size()) return 0.0;
-      if (l.embedded_trainer) return memory_terms::embedded_logits_bytes(m, l, t);
+      if (l.embedded_trainer) return memory_terms::embedded_logits_bytes(m, l, w.dtype, t);
       return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size) / d.tp);
     };
     MemoryItem stage_act{"activations", act_at(tokens.worst), act_at(tokens.floor)};
@@ -285,6 +303,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       MemoryItem::fixed("reference weights", l.offload.params ? 0.0 : ref_weights),
       MemoryItem::fixed("runtime overhead", overhead),
   };
+  if (kept_rollout > 0) {
+    est.training.items.push_back(MemoryItem::fixed("rollout weights (kept)", kept_rollout));
+  }
   // Without free_cache_engine the rollout engine keeps its weights and KV cache during training.
   if (!w.free_cache_engine) {
     est.training.items.push_back(MemoryItem::fixed("rollout engine (kept)", r.budget));
@@ -303,6 +324,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       MemoryItem::fixed("KV cache", r.kv_capacity),
       MemoryItem::fixed("runtime overhead", overhead),
   };
+  if (kept_rollout > 0) {
+    est.rollout.items.push_back(MemoryItem::fixed("rollout weights (kept)", kept_rollout));
+  }
   return est;
 }
 

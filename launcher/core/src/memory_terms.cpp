@@ -116,8 +116,12 @@ struct EmbeddedTerms {
   double rows = 1, routed = 1, dense = 0, moe = 0, moe_transient = 0;
 };
 
-EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq) {
-  constexpr double kF = 4.0;  // fp32
+EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq, Dtype dtype) {
+  // Bytes of an activation: the parameters' dtype (bf16 parameters make bf16 activations).
+  const double kF = weight_bytes(dtype);
+  // The softmax runs in fp32 whatever the dtype: with bf16 its fp32 output is kept next to the
+  // bf16 copy the attention product keeps.
+  const double softmax = 4.0 + (kF < 4.0 ? kF : 0.0);
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double kv = static_cast<double>(m.kv_width());
@@ -129,7 +133,7 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq) {
   // under SP, a copy under TP: whole); q/k norm inputs; q (regrouped for GQA), k and v after RoPE
   // and the attention output; the softmax output over `seq` keys per head.
   const double attention = kF * (2.0 * h * e.rows + h) + (m.qk_norm ? kF * (q + kv) / tp : 0.0) +
-                           kF * (2.0 * q + 2.0 * kv) / tp + kF * (a / tp) * seq;
+                           kF * (2.0 * q + 2.0 * kv) / tp + softmax * (a / tp) * seq;
   // SwiGLU as separate ops: gate, its SiLU, up and their product; the input whole.
   const double f = static_cast<double>(m.ffn_hidden_size);
   e.dense = attention + kF * h + kF * 4.0 * f / tp;
@@ -142,7 +146,7 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq) {
     // The norm output on the rows; the router's probabilities; per routed copy its input row and
     // the weighted output row, and each expert's SwiGLU (split by ETP); the shared expert on the
     // gathered (or copied) sequence, its output kept by the sigmoid gate.
-    e.moe = attention + kF * (h + static_cast<double>(m.num_experts)) * e.rows +
+    e.moe = attention + (kF * h + 4.0 * static_cast<double>(m.num_experts)) * e.rows +
             kF * k * (2.0 * h + 4.0 * fe / l.dims.etp) * e.routed;
     if (shared > 0) {
       e.moe += (tp > 1 ? kF * h : 0.0) + kF * 4.0 * shared / tp +
@@ -157,10 +161,10 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq) {
 
 }  // namespace
 
-double embedded_stage_activations(const ModelSpec& m, const Layout& l, double seq,
+double embedded_stage_activations(const ModelSpec& m, const Layout& l, Dtype dtype, double seq,
                                   std::int64_t first_layer, int layers, double tokens,
                                   double in_flight) {
-  const EmbeddedTerms e = embedded_terms(m, l, seq);
+  const EmbeddedTerms e = embedded_terms(m, l, seq, dtype);
   double per_token = 0;
   bool moe = false;
   for (int i = 0; i < layers; ++i) {
@@ -175,11 +179,15 @@ double embedded_stage_activations(const ModelSpec& m, const Layout& l, double se
                 m.dense_layers() > 0 ? static_cast<double>(m.ffn_hidden_size) / tp : 0.0,
                 static_cast<double>(m.moe_ffn_hidden_size) / l.dims.etp,
                 static_cast<double>(m.num_shared_experts * m.shared_expert_ffn_hidden_size) / tp});
+  // The largest weight's gradient, made whole before it is added to .grad; with bf16 parameters
+  // the fp32 main gradient takes it through an fp32 copy (LibTorch's CPU kernels cast a
+  // mixed-dtype input in a temporary; on GPUs the cast is fused and this overcounts by 4 bytes).
+  const double gradient = weight_bytes(dtype) + (weight_bytes(dtype) < 4.0 ? 4.0 : 0.0);
   return per_token * tokens * in_flight + (moe ? e.moe_transient * tokens : 0.0) +
-         4.0 * largest * h;
+         gradient * largest * h;
 }
 
-double embedded_logits_bytes(const ModelSpec& m, const Layout& l, double tokens) {
+double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens) {
   const double h = static_cast<double>(m.hidden_size);
   const double tp = l.dims.tp;
   const double rows = l.sequence_parallel ? 1.0 / tp : 1.0;
@@ -187,7 +195,7 @@ double embedded_logits_bytes(const ModelSpec& m, const Layout& l, double tokens)
   // Without TP the fused log-prob kernel; with it the vocabulary-parallel logits and exp(z).
   const double logits =
       tp > 1 ? 2.0 * 4.0 * vocab * tokens : logits_bytes(LogprobPath::kFused, tokens, vocab);
-  return 4.0 * h * (rows + 1.0) * tokens + logits;
+  return weight_bytes(dtype) * h * (rows + 1.0) * tokens + logits;
 }
 
 }  // namespace grpo::core::memory_terms

@@ -53,16 +53,17 @@ double logits_bytes(LogprobPath path, double tokens, double vocab);
 double stage_activations(const ModelSpec& m, const Layout& l, const LayerActivation& act,
                          std::int64_t first_layer, int layers, double tokens, double in_flight);
 
-// grpo-trainer's activations (docs/memory-model.md "The embedded trainer's activations"): fp32,
-// attention scores materialized, each op keeping what LibTorch's autograd keeps. Bytes of
+// grpo-trainer's activations (docs/memory-model.md "The embedded trainer's activations"): in
+// the parameters' dtype (fp32 or bf16; the softmax and the router in fp32), attention scores
+// materialized, each op keeping what LibTorch's autograd keeps. Bytes of
 // `layers` consecutive layers starting at `first_layer` for `tokens` tokens of sequences of `seq`
 // tokens, with `in_flight` micro batches alive (1F1B), plus the last MoE layer's forward
 // temporaries and the largest parameter's gradient (made whole before it is added to .grad).
-double embedded_stage_activations(const ModelSpec& m, const Layout& l, double seq,
+double embedded_stage_activations(const ModelSpec& m, const Layout& l, Dtype dtype, double seq,
                                   std::int64_t first_layer, int layers, double tokens,
                                   double in_flight);
 // The last stage's: the final norm's input, the hidden states the LM head sees and the
 // log-prob buffers (the fused kernel without TP, the vocabulary-parallel logits with it).
-double embedded_logits_bytes(const ModelSpec& m, const Layout& l, double tokens);
+double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens);
 
 }  // namespace grpo::core::memory_terms

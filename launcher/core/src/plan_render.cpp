@@ -50,7 +50,7 @@ const std::vector<std::string>& memory_rows() {
   static const std::vector<std::string> rows = {
       "actor weights", "actor gradients",   "actor optimizer states", "activations",
       "logits",        "reference weights", "rollout weights",        "rollout workspace",
-      "KV cache",      "runtime overhead",  "rollout engine (kept)"};
+      "KV cache",      "runtime overhead",  "rollout engine (kept)",  "rollout weights (kept)"};
   return rows;
 }
 

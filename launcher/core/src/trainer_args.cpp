@@ -26,6 +26,11 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
       "data.max_prompt_length=" + std::to_string(w.max_prompt_length),
       "data.max_response_length=" + std::to_string(w.max_response_length),
       std::string("actor_rollout_ref.actor.use_kl_loss=") + (w.use_kl_loss ? "true" : "false"),
+      // verl's Megatron key and names (PrecisionType): bf16 trains with fp32 master weights.
+      std::string("actor_rollout_ref.actor.megatron.dtype=") + (w.dtype == Dtype::kFp32 ? "float32"
+                                                                : w.dtype == Dtype::kBf16
+                                                                    ? "bfloat16"
+                                                                    : "float16"),
       // GPU profiles train on the GPUs; the embedded trainer has no Ascend backend
       // (embedded_trainer_unsupported_device says so before anything starts).
       std::string("trainer.device=") +
@@ -41,6 +46,12 @@ std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster) {
   if (cluster.device.vendor != DeviceVendor::kAscend) return {};
   return "the embedded trainer runs on CPUs and NVIDIA GPUs; " + cluster.name +
          " has Ascend NPUs (run your own trainer with --trainer-cmd)";
+}
+
+std::string embedded_trainer_unsupported_dtype(const WorkloadSpec& workload) {
+  if (workload.dtype != Dtype::kFp16) return {};
+  return "the embedded trainer trains in bf16 (fp32 master weights) or fp32; fp16 needs loss "
+         "scaling, which it does not have (set grpo.dtype=bf16 or grpo.dtype=fp32)";
 }
 
 namespace {

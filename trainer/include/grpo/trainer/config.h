@@ -79,6 +79,10 @@ struct TrainerConfig {
   std::int64_t expert_model_parallel_size = 1;
   std::int64_t expert_tensor_parallel_size = 1;
   bool sequence_parallel = false;
+  // The parameters' dtype: "float32" trains in fp32; "bfloat16" keeps bf16 parameters for the
+  // forward and backward with fp32 master weights, gradients and reduction in the optimizer
+  // (Megatron's mixed precision; docs/trainer.md). "fp32" / "bf16" are accepted too.
+  std::string dtype = "float32";
   // actor_rollout_ref.rollout: the rollout engine's TP. 1 under a TP or EP layout: every rank
   // generates with the whole model, gathered from the shards before each rollout; 0 (the
   // default) or any other value: the rollout runs at the training layout.
@@ -126,6 +130,8 @@ struct TrainerConfig {
     return false;
   }
   bool uses_dataset() const { return !train_files.empty(); }
+  // bf16 parameters with fp32 master weights (dtype bfloat16).
+  bool mixed_precision() const { return dtype == "bfloat16" || dtype == "bf16"; }
 };
 
 // One documented key.

@@ -65,9 +65,15 @@ struct AdamWOptions {
 
 // torch.optim.AdamW's update (decoupled weight decay, bias correction), one tensor at a time.
 // A parameter without a gradient is treated as having a zero gradient.
+//
+// Mixed precision (Megatron-Core's Float16OptimizerWithFloat16Params with grad_reduce_in_fp32):
+// given fp32 `masters` for low-precision (bf16) `params`, the optimizer updates the masters and
+// copies them, rounded, into the parameters after each step. Every parameter then has an fp32
+// main gradient from the start: autograd adds each backward's bf16 gradient into it, so
+// accumulation over micro batches and the gradient reduction run in fp32.
 class AdamW {
  public:
-  explicit AdamW(NamedTensors params);
+  explicit AdamW(NamedTensors params, std::vector<at::Tensor> masters = {});
   void step(const AdamWOptions& options);
   void zero_grad();
   void reset();  // forget the moments and the step count
@@ -78,9 +84,18 @@ class AdamW {
   NamedTensors state() const;
   core::Status load_state(const NamedTensors& state, std::int64_t steps);
   const NamedTensors& params() const { return params_; }
+  // The fp32 weights of the parameters: the masters under mixed precision, else the parameters.
+  // They alias the optimizer's own; after copying into them call sync_params().
+  NamedTensors weights() const;
+  // Copies the masters, rounded, into the parameters (nothing without masters).
+  void sync_params();
+  bool mixed_precision() const { return !masters_.empty(); }
+  // Bytes of the fp32 master weights (0 without them).
+  std::int64_t master_bytes() const;
 
  private:
   NamedTensors params_;
+  std::vector<at::Tensor> masters_;  // fp32, one per parameter; empty: fp32 training
   std::vector<at::Tensor> exp_avg_;
   std::vector<at::Tensor> exp_avg_sq_;
   std::int64_t steps_ = 0;

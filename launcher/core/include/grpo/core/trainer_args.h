@@ -21,12 +21,15 @@ bool is_trainer_key(std::string_view key);
 // "key=value" settings for grpo-trainer from the plan's workload: data.train_batch_size,
 // actor_rollout_ref.rollout.n, actor_rollout_ref.actor.ppo_mini_batch_size,
 // actor_rollout_ref.actor.ppo_epochs, data.max_prompt_length, data.max_response_length,
-// actor_rollout_ref.actor.use_kl_loss, trainer.device (cuda on a GPU profile, cpu on a CPU
+// actor_rollout_ref.actor.use_kl_loss, actor_rollout_ref.actor.megatron.dtype (the workload's
+// dtype: float32, bfloat16 or float16), trainer.device (cuda on a GPU profile, cpu on a CPU
 // one) and trainer.async_save (on a GPU profile only). The micro batch is not among them: the
 // supervisor passes it (and halves it after an out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
 // Why the embedded trainer cannot run on `cluster`'s devices; empty when it can.
 std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster);
+// Why the embedded trainer cannot train in `workload`'s dtype (fp16); empty when it can.
+std::string embedded_trainer_unsupported_dtype(const WorkloadSpec& workload);
 
 // The value of the last `key=VALUE` of `key` among `trainer_sets` (grpo-trainer applies them in
 // order: the last one wins); nullopt when the key is not set.
