@@ -43,7 +43,13 @@ the trainer's actor_rollout_ref.actor.megatron.dtype=bfloat16: fp32 masters and 
 Prints a Markdown table; exits 1 when a planner figure and a measured one differ
 (memory: exactly; communication: by more than 5%; activations: by more than 15%).
 
-Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library only)
+Long sequences (LONG_CASES, a second table): the activation check at S ~ 1,000 tokens, where the
+attention term (materialized probabilities, S per head and token) dominates, on a random Qwen3
+made by scripts/make-tiny-qwen.py (/usr/bin/python3 with python3-torch) trained by SFT on a
+dataset of one long prompt.
+
+Usage: bench/layouts/run.py [BUILD_DIR]   (default build/; python3's standard library, and
+python3-torch for the long-sequence model)
 """
 import json
 import os
@@ -154,42 +160,107 @@ def free_port():
         return s.getsockname()[1]
 
 
-def trainer(model, world, tp, ep, sp, pp, etp, dtype):
+def start_ranks(world, args_of_rank):
+    """`world` grpo-trainer ranks (torchrun-style environment, loopback): their events."""
     port = free_port()
+    procs = []
+    for r in range(world):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
+                   LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   OMP_WAIT_POLICY="PASSIVE")
+        env.pop("GRPO_FAULT", None)
+        procs.append(subprocess.Popen([TRAINER] + args_of_rank(r), env=env,
+                                      stdout=subprocess.PIPE, text=True))
+    events = []
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"grpo-trainer exited {p.returncode}: {' '.join(args_of_rank(0))}")
+        events += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    return events
+
+
+def layout_sets(world, tp, ep, sp, pp, etp, dtype):
+    """The trainer's settings for a layout (and its precision)."""
+    m = "actor_rollout_ref.actor.megatron."
+    sets = [f"{m}pipeline_model_parallel_size={pp}", f"{m}expert_model_parallel_size={ep}",
+            f"{m}expert_tensor_parallel_size={etp}", f"{m}tensor_model_parallel_size={tp}",
+            f"{m}sequence_parallel={flag(sp)}",
+            f"{m}dtype={'bfloat16' if dtype == 'bf16' else 'float32'}",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size="
+            f"{1 if whole_rollout(tp, ep) else 0}"]
+    return [arg for s in sets for arg in ("--set", s)]
+
+
+def trainer(model, world, tp, ep, sp, pp, etp, dtype):
     with tempfile.TemporaryDirectory() as d:
-        procs = []
-        for r in range(world):
-            env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
-                       LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       OMP_WAIT_POLICY="PASSIVE")
-            env.pop("GRPO_FAULT", None)
-            args = [TRAINER, "--model", model, "--run-dir", d, "--log-level", "warn",
-                    "--set", "trainer.sft_warmup_steps=2", "--set", "trainer.total_training_steps=0",
-                    "--set", "trainer.sft_batch_size=8", "--set", "data.val_size=8",
-                    "--set", "trainer.measure_activation_memory=true",
-                    "--set", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="
-                    f"{8 // (world // (tp * pp)) // pp}",
-                    "--set", f"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size={pp}",
-                    "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1",
-                    "--set", f"actor_rollout_ref.actor.megatron.expert_model_parallel_size={ep}",
-                    "--set",
-                    f"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size={etp}",
-                    "--set", f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={tp}",
-                    "--set", f"actor_rollout_ref.actor.megatron.sequence_parallel={flag(sp)}",
-                    "--set", "actor_rollout_ref.actor.megatron.dtype="
-                    f"{'bfloat16' if dtype == 'bf16' else 'float32'}",
-                    "--set", "actor_rollout_ref.rollout.tensor_model_parallel_size="
-                    f"{1 if whole_rollout(tp, ep) else 0}"]
-            procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
-        events = []
-        for p in procs:
-            out, _ = p.communicate(timeout=600)
-            if p.returncode != 0:
-                sys.exit(f"grpo-trainer exited {p.returncode}: {model} on {world} ranks, TP={tp} "
-                         f"EP={ep} PP={pp} ETP={etp}")
-            events += [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        args = ["--model", model, "--run-dir", d, "--log-level", "warn",
+                "--set", "trainer.sft_warmup_steps=2", "--set", "trainer.total_training_steps=0",
+                "--set", "trainer.sft_batch_size=8", "--set", "data.val_size=8",
+                "--set", "trainer.measure_activation_memory=true",
+                "--set", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="
+                f"{8 // (world // (tp * pp)) // pp}",
+                "--set", "trainer.threads=1", "--set", "trainer.save_freq=-1"]
+        events = start_ranks(world, lambda r: args + layout_sets(world, tp, ep, sp, pp, etp,
+                                                                  dtype))
         return ([e for e in events if e.get("type") == "layout"],
                 [e for e in events if e.get("type") == "step"])
+
+
+# Long sequences (the attention term grows with S): a random Qwen3 of hidden 256, 2 layers,
+# 16 heads of 16, with Qwen3's vocabulary (scripts/make-tiny-qwen.py; needs python3-torch), SFT
+# on a verl-format dataset whose every record is the same prompt of ~1,000 tokens: 2 SFT steps of
+# micro batches of 4 sequences, at (ranks, TP, dtype).
+LONG_CASES = [(1, 1, "fp32"), (1, 1, "bf16"), (2, 2, "fp32"), (2, 2, "bf16")]
+LONG_PROMPT_REPEATS = 110  # "the quick brown fox jumps over the lazy dog" x 110: 1,002 tokens
+
+
+def long_sequences():
+    """Rows for LONG_CASES: the embedded plan's activations + logits against the measured peak
+    (the worst rank), and whether they are within 15%."""
+    rows, ok = [], True
+    with tempfile.TemporaryDirectory() as d:
+        model = os.path.join(d, "model")
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "make-tiny-qwen.py"),
+                        model, "--hidden", "256", "--layers", "2", "--dtype", "fp32"],
+                       check=True, capture_output=True)
+        data = os.path.join(d, "train.jsonl")
+        record = {"data_source": "openai/gsm8k", "extra_info": {"answer": "#### 1"},
+                  "reward_model": {"style": "rule", "ground_truth": "1"},
+                  "prompt": [{"role": "user", "content": " ".join(
+                      ["the quick brown fox jumps over the lazy dog"] * LONG_PROMPT_REPEATS)}]}
+        with open(data, "w") as f:
+            f.write((json.dumps(record) + "\n") * 64)
+        micro = 4
+        for world, tp, dtype in LONG_CASES:
+            dp = world // tp
+            run = os.path.join(d, f"run-{world}-{tp}-{dtype}")
+            args = ["--model", model, "--run-dir", run, "--log-level", "warn",
+                    "--set", f"data.train_files=[{data}]", "--set", f"data.val_files={data}",
+                    "--set", "data.max_prompt_length=4000", "--set", "data.max_response_length=8",
+                    "--set", "trainer.sft_warmup_steps=2", "--set", "trainer.total_training_steps=0",
+                    "--set", f"trainer.sft_batch_size={micro * dp}",
+                    "--set", f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
+                    "--set", "trainer.measure_activation_memory=true", "--set", "data.val_size=4",
+                    "--set", "trainer.val_before_train=false", "--set", "trainer.save_freq=-1",
+                    "--set", f"trainer.threads={max(1, 2 // world)}"]
+            events = start_ranks(world, lambda r: args + layout_sets(world, tp, 1, tp > 1, 1, 1,
+                                                                      dtype))
+            second = [e for e in events if e.get("type") == "step" and e["step"] == 2]
+            length = second[0]["train_rows"] // micro
+            # The response: the answer "#### 1" and the end token (at most 8 tokens).
+            j = plan_json(model, world, tp, 1, tp > 1, 1, 1, dtype, "backend=embedded",
+                          f"micro_batch={micro}", f"rollout_tp={tp}",
+                          f"grpo.max_prompt_length={length - 8}", "grpo.max_response_length=8")
+            items = j["plan"]["memory"]["training"]["items_gib"]
+            planned = round((items["activations"] + items["logits"]) * GIB)
+            peak = max(e["peak_activation_bytes"] for e in second)
+            ratio = peak / planned
+            close = abs(ratio - 1) <= 0.15
+            ok &= close
+            rows.append(f"| hidden 256, 2 layers, S = {length} | {world} | {tp} | {dtype} | "
+                        f"{planned} | {peak} | {'within 15%' if close else 'NO'}: x {ratio:.3f} |")
+    return rows, ok
 
 
 def main():
@@ -286,7 +357,13 @@ def main():
             ok &= equal
             print(f"{head} {key} | {want[key]} | "
                   f"{', '.join(map(str, values))} | {'yes' if equal else 'NO'} |")
-    return 0 if ok else 1
+    print()
+    print("| long sequences | ranks | TP | dtype | planned activations + logits | peak "
+          "(worst rank) | within 15% |")
+    print("|---|---|---|---|---|---|---|")
+    rows, long_ok = long_sequences()
+    print("\n".join(rows))
+    return 0 if ok and long_ok else 1
 
 
 if __name__ == "__main__":

@@ -294,13 +294,14 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     //   attention 4*(2*128 + 128) + 4*(128 + 64) + 4*(2*128 + 2*64) + 4*4*11
     //           = 1,536 + 768 + 1,536 + 176 = 4,016
     //   dense     4,016 + 4*128 + 4*4*384 = 4,016 + 512 + 6,144 = 10,672
-    // x 4 layers x 44 tokens = 1,878,272, plus the largest weight's gradient (gate/up/down,
-    // 384 x 128 x 4 B = 196,608): 2,074,880.
-    // Last stage: 4*128*(1 + 1) x 44 = 45,056, and the fused log-prob kernel's buffers
-    // 44 x 64 x 4 + 16 x 44 = 11,968: 57,024.
+    // x 4 layers x 44 tokens = 1,878,272, plus the larger backward transient: the largest
+    // weight's gradient (gate/up/down, 384 x 128 x 4 B = 196,608), not one layer's attention
+    // backward ((4 + 4) x 4 heads x 11 keys x 44 = 15,488): 2,074,880.
+    // Last stage: 4*128*(1 + 1) x 44 = 45,056, and the fused log-prob kernel's buffers for the
+    // response tokens (1 of each 11-token sequence: 4) 4 x 64 x 4 + 16 x 4 = 1,088: 46,144.
     const MemoryEstimate e = estimate("tiny-dense", layout(1, 1, 2, 1, 1, 4));
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 2'074'880.0);
-    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 57'024.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 46'144.0);
   }
   {
     // tiny-moe (every layer MoE: 8 experts of FFN 128, top 2, a gated shared expert of 128), TP 2
@@ -311,12 +312,13 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     //             + 4*128/2 = 2,264 + 272 + 4,096 + 512 + 1,024 + 256 = 8,424
     // x 4 layers x 88 = 2,965,248; the last MoE layer's temporaries 4*(2*128 + 2*128)*1 x 88 =
     // 180,224; the largest weight's gradient 64 x 128 x 4 = 32,768 (an expert's half, or the
-    // shared expert's): 3,178,240.
-    // Last stage: 4*128*(1/2 + 1) x 88 = 67,584 and two fp32 logits tensors of 88 x 64/2:
-    // 22,528; 90,112.
+    // shared expert's; more than the attention backward's (4 + 4) x 2 x 11 x 88 = 15,488):
+    // 3,178,240.
+    // Last stage: 4*128*(1/2 + 1) x 88 = 67,584 and two fp32 logits tensors of the 8 response
+    // tokens x 64/2: 2,048; 69,632.
     const MemoryEstimate e = estimate("tiny-moe", layout(2, 1, 1, 1, 2, 8));
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 3'178'240.0);
-    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 90'112.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 69'632.0);
   }
   {
     // tiny-dense as above with bf16 parameters (grpo.dtype = bf16): 2-byte activations, but the
@@ -325,12 +327,13 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
     //   attention 2*(2*128 + 128) + 2*(128 + 64) + 2*(2*128 + 2*64) + 6*4*11
     //           = 768 + 384 + 768 + 264 = 2,184
     //   dense     2,184 + 2*128 + 2*4*384 = 2,184 + 256 + 3,072 = 5,512
-    // x 4 layers x 44 tokens = 970,112, plus 384 x 128 x 6 = 294,912: 1,265,024.
-    // Last stage: 2*128*(1 + 1) x 44 = 22,528 and the fused kernel's fp32 buffers 11,968: 34,496.
+    // x 4 layers x 44 tokens = 970,112, plus 384 x 128 x 6 = 294,912 (the attention backward's
+    // (2 + 4) x 4 x 11 x 44 = 11,616 is smaller): 1,265,024.
+    // Last stage: 2*128*(1 + 1) x 44 = 22,528 and the fused kernel's fp32 buffers 1,088: 23,616.
     w.dtype = Dtype::kBf16;
     const MemoryEstimate e = estimate("tiny-dense", layout(1, 1, 2, 1, 1, 4));
     EXPECT_DOUBLE_EQ(e.training.bytes("activations"), 1'265'024.0);
-    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 34'496.0);
+    EXPECT_DOUBLE_EQ(e.training.bytes("logits"), 23'616.0);
   }
 }
 

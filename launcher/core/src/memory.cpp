@@ -275,7 +275,11 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
     };
     const auto logits_at = [&](double t) {
       if (s + 1 != stages.size()) return 0.0;
-      if (l.embedded_trainer) return memory_terms::embedded_logits_bytes(m, l, w.dtype, t);
+      if (l.embedded_trainer) {
+        const double responses = t * static_cast<double>(w.max_response_length) /
+                                 static_cast<double>(std::max<std::int64_t>(1, w.seq_length()));
+        return memory_terms::embedded_logits_bytes(m, l, w.dtype, t, responses);
+      }
       return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size) / d.tp);
     };
     MemoryItem stage_act{"activations", act_at(tokens.worst), act_at(tokens.floor)};

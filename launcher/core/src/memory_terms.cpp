@@ -113,7 +113,7 @@ namespace {
 // norms and residuals hold the rank's rows), else 1; `routed` the rows the rank's experts see per
 // token (the TP group's with ETP = TP).
 struct EmbeddedTerms {
-  double rows = 1, routed = 1, dense = 0, moe = 0, moe_transient = 0;
+  double rows = 1, routed = 1, dense = 0, moe = 0, moe_transient = 0, attention_transient = 0;
 };
 
 EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq, Dtype dtype) {
@@ -156,6 +156,10 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq, Dt
     // also the received rows and the outputs to send back.
     e.moe_transient = kF * (2.0 * h + k * h * (l.dims.ep > 1 ? 3.0 : 1.0)) * e.routed;
   }
+  // The backward of one layer's attention: the gradient of the probabilities (activation dtype)
+  // and of the scores (the fp32 softmax's) alive next to the saved probabilities, `seq` keys per
+  // head.
+  e.attention_transient = (kF + 4.0) * (a / tp) * seq;
   return e;
 }
 
@@ -183,18 +187,24 @@ double embedded_stage_activations(const ModelSpec& m, const Layout& l, Dtype dty
   // the fp32 main gradient takes it through an fp32 copy (LibTorch's CPU kernels cast a
   // mixed-dtype input in a temporary; on GPUs the cast is fused and this overcounts by 4 bytes).
   const double gradient = weight_bytes(dtype) + (weight_bytes(dtype) < 4.0 ? 4.0 : 0.0);
-  return per_token * tokens * in_flight + (moe ? e.moe_transient * tokens : 0.0) +
-         gradient * largest * h;
+  // The two backward transients come one after the other (a layer's weights' gradients in its
+  // MLP and projections, the attention's before them): the larger counts.
+  const double transient =
+      std::max(layers > 0 ? e.attention_transient * tokens : 0.0, gradient * largest * h);
+  return per_token * tokens * in_flight + (moe ? e.moe_transient * tokens : 0.0) + transient;
 }
 
-double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens) {
+double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens,
+                             double response_tokens) {
   const double h = static_cast<double>(m.hidden_size);
   const double tp = l.dims.tp;
   const double rows = l.sequence_parallel ? 1.0 / tp : 1.0;
   const double vocab = static_cast<double>(m.vocab_size) / tp;
-  // Without TP the fused log-prob kernel; with it the vocabulary-parallel logits and exp(z).
-  const double logits =
-      tp > 1 ? 2.0 * 4.0 * vocab * tokens : logits_bytes(LogprobPath::kFused, tokens, vocab);
+  // The log-probs are taken at the response tokens only: without TP with the fused log-prob
+  // kernel, with it as the vocabulary-parallel logits and exp(z).
+  const double logits = tp > 1 ? 2.0 * 4.0 * vocab * response_tokens
+                               : logits_bytes(LogprobPath::kFused, response_tokens, vocab);
+  // The final norm's input and the hidden states the LM head sees: every token.
   return weight_bytes(dtype) * h * (rows + 1.0) * tokens + logits;
 }
 

@@ -58,12 +58,15 @@ double stage_activations(const ModelSpec& m, const Layout& l, const LayerActivat
 // materialized, each op keeping what LibTorch's autograd keeps. Bytes of
 // `layers` consecutive layers starting at `first_layer` for `tokens` tokens of sequences of `seq`
 // tokens, with `in_flight` micro batches alive (1F1B), plus the last MoE layer's forward
-// temporaries and the largest parameter's gradient (made whole before it is added to .grad).
+// temporaries, one layer's attention-backward temporaries and the largest parameter's gradient
+// (made whole before it is added to .grad).
 double embedded_stage_activations(const ModelSpec& m, const Layout& l, Dtype dtype, double seq,
                                   std::int64_t first_layer, int layers, double tokens,
                                   double in_flight);
-// The last stage's: the final norm's input, the hidden states the LM head sees and the
-// log-prob buffers (the fused kernel without TP, the vocabulary-parallel logits with it).
-double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens);
+// The last stage's for `tokens` tokens of which `response_tokens` are responses: the final
+// norm's input and the hidden states the LM head sees (every token) and the log-prob buffers
+// (the responses': the fused kernel without TP, the vocabulary-parallel logits with it).
+double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens,
+                             double response_tokens);
 
 }  // namespace grpo::core::memory_terms
