@@ -13,6 +13,8 @@
 #         oom         OOM_ERROR at step 5: micro batch halved
 #         torn        crash while writing the checkpoint of step 6
 #         node        node n2 crashes (slurmd and its tasks killed): n2 excluded, 1 rank continues
+#         node_pp     the same with 2 ranks a node at PP = 2 (PP x DP): n1's 2 ranks continue at
+#                     PP = 2 from the newest checkpoint (node_tp: the same at TP = 2)
 #         partition   node n2 cut off the network at step 4 (cluster.sh partition: its processes
 #                     live on, none of their packets gets through): n2 excluded, the run finishes on
 #                     n1 at the layout re-planned for one node
@@ -202,6 +204,15 @@ PY
     kill_n2_at_step4_and_finish
     "${check[@]}" "$run" --allow node_loss --allow comm --allow crash --world-size 2 \
       --excluded n2 --replanned 1 --summary || fail "node_tp"
+    ;;
+  node_pp)
+    # The same at a pipeline layout: PP = 2 over the 2 nodes' 4 ranks (PP x DP). n2 dies after
+    # step 4; the run goes on on n1 alone at the layout re-planned for one node (the user's PP = 2
+    # stays: its 2 stages on n1's 2 ranks), from the newest checkpoint, and finishes.
+    submit --hang-timeout 20 --fault "$HOLD5" --set gpus_per_node=2 --set pp=2
+    kill_n2_at_step4_and_finish
+    "${check[@]}" "$run" --allow node_loss --allow comm --allow crash --world-size 2 \
+      --excluded n2 --replanned 1 --layout pp=2 --summary || fail "node_pp"
     ;;
   partition)
     # Unlike `node`, nothing on n2 dies: rank 1 and n2's slurmd run on, unreachable. Rank 0 waits
