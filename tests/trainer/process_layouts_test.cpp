@@ -466,6 +466,18 @@ TEST(Layouts, MixedPrecisionTracksFp32AndResumesBitExact) {
     expect_all_exit(r2, 0);
     EXPECT_EQ(r2[0].of_type("checkpoint_loaded").at(0)["step"], 3);
     EXPECT_EQ(r2[0].final_sha(), rb[0].final_sha());
+    // The bf16 run's final checkpoint goes on in fp32 for one more step: it loads the masters
+    // exactly (the SHA-256 over the loaded weights is the bf16 run's final one).
+    auto r3 = run_ranks(c.world, d,
+                        with(c.args, {"--set", "actor_rollout_ref.actor.megatron.dtype=float32",
+                                      "--set", "trainer.total_training_steps=4"}));
+    expect_all_exit(r3, 0);
+    const auto loaded = r3[0].of_type("checkpoint_loaded");
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0]["step"], 5);
+    EXPECT_EQ(loaded[0]["weights_sha256"], rb[0].final_sha());
+    EXPECT_EQ(r3[0].of_type("layout").at(0)["dtype"], "float32");
+    EXPECT_EQ(r3[0].of_type("step").size(), 1u);
     fs::remove_all(a);
     fs::remove_all(b);
     fs::remove_all(d);

@@ -119,8 +119,8 @@ core::Status Checkpointer::resume(TrainState& st) {
     // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
     // slice (QwenModel's constructor), so the slices of all replicas agree.
     std::vector<FullTensor> whole;
-    for (FullTensor& f : full_params(ctx_, *st.model)) {
-      if (!f.sliced) whole.push_back(std::move(f));
+    for (const FullTensor& f : full_params(ctx_, *st.model)) {
+      if (!f.sliced) whole.push_back(f);
     }
     GRPO_TRY_STATUS(scatter_full(ctx_, whole,
                                  std::map<std::string, at::Tensor>(local.begin(), local.end()),
@@ -147,7 +147,7 @@ core::Status Checkpointer::resume(TrainState& st) {
     if (own) return copy_own_parts(ctx_, full, src, dst);
     return scatter_full(ctx_, full, src, dst, from_rank0);
   };
-  const std::vector<FullTensor> params = full_params(ctx_, *st.model);
+  const std::vector<FullTensor>& params = full_params(ctx_, *st.model);
   // Under mixed precision the file's fp32 weights go into the masters (model_weights).
   GRPO_TRY_STATUS(load_into("model.safetensors", model_weights(st), params));
   st.optim->sync_params();
@@ -363,7 +363,7 @@ core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const st
   c->reason = reason;
   c->async = async;
   c->t0 = t0;
-  const std::vector<FullTensor> params = full_params(ctx_, *st.model);
+  const std::vector<FullTensor>& params = full_params(ctx_, *st.model);
   // The copies go into the previous save's host buffers when the shapes match (its writer is
   // done with them: wait() above), so only the first asynchronous save allocates them.
   std::size_t staged = 0;

@@ -6,7 +6,8 @@ namespace grpo::trainer {
 using core::ErrorKind;
 using core::make_error;
 
-std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& model) {
+const std::vector<FullTensor>& full_params(const RunContext& ctx, const QwenModel& model) {
+  if (ctx.full_params_cache) return *ctx.full_params_cache;
   const QwenModel whole(ctx.spec, model.ops(),
                         at::TensorOptions().dtype(at::kFloat).device(at::kMeta), nullptr);
   std::vector<FullTensor> out;
@@ -22,7 +23,8 @@ std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& mode
     f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp, ctx.par.expert_tp()).has_value();
     out.push_back(std::move(f));
   }
-  return out;
+  ctx.full_params_cache = std::make_shared<const std::vector<FullTensor>>(std::move(out));
+  return *ctx.full_params_cache;
 }
 
 std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params) {

@@ -28,8 +28,10 @@ struct FullTensor {
   int stage = 0;  // the pipeline stage that trains it (ParallelState::stage_of)
 };
 
-// `model`'s unsharded parameters, in the one-rank model's order.
-std::vector<FullTensor> full_params(const RunContext& ctx, const QwenModel& model);
+// `model`'s unsharded parameters, in the one-rank model's order: listed from a meta-device copy
+// of the whole model on the first call of a run, kept in ctx.full_params_cache after it (every
+// model of a run, the reference and the rollout copy too, has the layout's sharding).
+const std::vector<FullTensor>& full_params(const RunContext& ctx, const QwenModel& model);
 // AdamW's states of those parameters in AdamW::state()'s order: every exp_avg, then every
 // exp_avg_sq.
 std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params);
