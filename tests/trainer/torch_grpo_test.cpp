@@ -232,6 +232,29 @@ TEST(Rollout, KvCacheAndFullRecomputeGenerateTheSameGreedyTokens) {
   }
 }
 
+// max_num_seqs: rows generated in batches of 2 get the greedy tokens of one batch of all rows
+// (each batch left-pads to its own longest prompt; the masked slots add nothing), and the
+// joined responses are padded to the longest batch's.
+TEST(Rollout, GeneratingInBatchesGivesTheSameGreedyTokens) {
+  at::Generator init = compat::make_cpu_generator(11);
+  QwenModel m(testing::tiny_dense(), ref_ops(), at::TensorOptions(), &init);
+  const std::vector<std::vector<std::int64_t>> prompts = {
+      {1, 5, 6, 40}, {1, 7}, {1, 8, 9}, {1, 9, 9, 9, 9, 3}, {1, 4}};
+  SamplingParams g;
+  g.greedy = true;
+  at::Generator gen = compat::make_cpu_generator(1);
+  const Generation all = generate(m, make_prompt_batch(prompts), 6, g, gen, true);
+  const Generation batched = generate_in_batches(m, prompts, 2, 6, g, gen, true);
+  EXPECT_TRUE(batched.tokens.equal(all.tokens));
+  EXPECT_TRUE(batched.valid.equal(all.valid));
+  EXPECT_EQ(batched.generated_tokens, all.generated_tokens);
+  // Sampling draws the batches in order from one generator: reproducible from its state.
+  SamplingParams s;
+  at::Generator g1 = compat::make_cpu_generator(5), g2 = compat::make_cpu_generator(5);
+  EXPECT_TRUE(generate_in_batches(m, prompts, 2, 6, s, g1, true)
+                  .tokens.equal(generate_in_batches(m, prompts, 2, 6, s, g2, true).tokens));
+}
+
 TEST(Rollout, ResponsesStopAtEosAndArePaddedAfter) {
   at::Generator init = compat::make_cpu_generator(2);
   QwenModel m(testing::tiny_dense(), ref_ops(), at::TensorOptions(), &init);

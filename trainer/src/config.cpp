@@ -104,6 +104,9 @@ const std::vector<KeyDef>& key_defs() {
        "sample among the k most likely tokens; -1 disables it"},
       {"actor_rollout_ref.rollout.use_kv_cache", &C::use_kv_cache, any(),
        "decode with the KV cache (false recomputes the whole prefix per token)"},
+      {"actor_rollout_ref.rollout.max_num_seqs", &C::max_num_seqs, at_least(1),
+       "most sequences generated at once: larger rollouts and validations run in batches of this "
+       "many"},
       {"actor_rollout_ref.rollout.val_kwargs.do_sample", &C::val_do_sample, any(),
        "validation samples with temperature/top_p instead of greedy decoding"},
       {"actor_rollout_ref.actor.ppo_mini_batch_size", &C::ppo_mini_batch_size, at_least(1),

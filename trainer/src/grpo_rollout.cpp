@@ -48,10 +48,12 @@ Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
   PromptBatch pb = make_prompt_batch(prompts);
   SamplingParams sp{cfg.temperature, cfg.top_p, cfg.top_k, false, ctx.data->eos_ids()};
   // Every rank of a TP group holds the same prompts and sampling stream: with the whole model each
-  // generates them alone, with the shards they generate them together.
+  // generates them alone, with the shards they generate them together. At most max_num_seqs
+  // sequences at a time (every rank of an EP or TP group has as many rows: as many batches).
   QwenModel& engine = st.rollout ? *st.rollout : *st.model;
-  r.generation = generate(engine, pb, cfg.max_response_length, sp, st.sample_gen, cfg.use_kv_cache,
-                          [&](std::int64_t steps) {
+  r.generation =
+      generate_in_batches(engine, prompts, cfg.max_num_seqs, cfg.max_response_length, sp,
+                          st.sample_gen, cfg.use_kv_cache, [&](std::int64_t steps) {
                             ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});
                           });
   const Generation& g = r.generation;

@@ -113,4 +113,39 @@ Generation generate(QwenModel& model, const PromptBatch& prompts, std::int64_t m
   return g;
 }
 
+Generation generate_in_batches(QwenModel& model,
+                               const std::vector<std::vector<std::int64_t>>& prompts,
+                               std::int64_t max_seqs, std::int64_t max_new,
+                               const SamplingParams& params, at::Generator& gen, bool use_kv_cache,
+                               const ProgressFn& progress) {
+  const auto rows = static_cast<std::int64_t>(prompts.size());
+  const std::int64_t size = std::max<std::int64_t>(1, max_seqs);
+  if (rows <= size) {
+    return generate(model, make_prompt_batch(prompts), max_new, params, gen, use_kv_cache,
+                    progress);
+  }
+  std::vector<Generation> parts;
+  std::int64_t steps = 0;
+  for (std::int64_t first = 0; first < rows; first += size) {
+    const auto begin = prompts.begin() + first;
+    const std::vector<std::vector<std::int64_t>> batch(begin, begin + std::min(size, rows - first));
+    parts.push_back(
+        generate(model, make_prompt_batch(batch), max_new, params, gen, use_kv_cache, progress));
+    steps = std::max(steps, parts.back().tokens.size(1));
+  }
+  Generation out;
+  out.tokens = at::full({rows, steps}, Tokenizer::kPad, at::kLong);
+  out.valid = at::zeros({rows, steps}, at::kBool);
+  std::int64_t row = 0;
+  for (const Generation& g : parts) {
+    const std::int64_t n = g.tokens.size(0);
+    const std::int64_t len = g.tokens.size(1);
+    out.tokens.narrow(0, row, n).narrow(1, 0, len).copy_(g.tokens);
+    out.valid.narrow(0, row, n).narrow(1, 0, len).copy_(g.valid);
+    out.generated_tokens += g.generated_tokens;
+    row += n;
+  }
+  return out;
+}
+
 }  // namespace grpo::trainer

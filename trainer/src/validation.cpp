@@ -12,30 +12,26 @@ core::Result<double> validation_phase(RunContext& ctx, TrainState& st, std::int6
   ctx.enter_phase(s, "validation");
   const auto per_rank = static_cast<std::int64_t>(val.size()) / ctx.par.data_ranks();
   double sum = 0;
-  const std::int64_t chunk = 256;
   SamplingParams sp;
   sp.greedy = !cfg.val_do_sample;
   sp.temperature = cfg.temperature;
   sp.top_p = cfg.top_p;
   sp.top_k = cfg.top_k;
   sp.eos_ids = ctx.data->eos_ids();
-  for (std::int64_t b = 0; b < per_rank; b += chunk) {
-    const std::int64_t e = std::min(per_rank, b + chunk);
-    std::vector<std::vector<std::int64_t>> prompts;
-    for (std::int64_t i = b; i < e; ++i) {
-      prompts.push_back(
-          ctx.data->prompt_ids(val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)]));
-    }
-    Generation g =
-        generate(*st.model, make_prompt_batch(prompts), cfg.max_response_length, sp, st.sample_gen,
-                 cfg.use_kv_cache, [&](std::int64_t) { ctx.tel.maybe_heartbeat(s, "validation"); });
-    for (std::int64_t i = b; i < e; ++i) {
-      at::Tensor row = g.tokens[i - b];
-      std::vector<std::int64_t> ids(row.data_ptr<std::int64_t>(),
-                                    row.data_ptr<std::int64_t>() + row.numel());
-      const Example& ex = val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)];
-      sum += ctx.data->reward(ex, ids);
-    }
+  std::vector<std::vector<std::int64_t>> prompts;
+  for (std::int64_t i = 0; i < per_rank; ++i) {
+    prompts.push_back(
+        ctx.data->prompt_ids(val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)]));
+  }
+  const Generation g = generate_in_batches(
+      *st.model, prompts, cfg.max_num_seqs, cfg.max_response_length, sp, st.sample_gen,
+      cfg.use_kv_cache, [&](std::int64_t) { ctx.tel.maybe_heartbeat(s, "validation"); });
+  for (std::int64_t i = 0; i < per_rank; ++i) {
+    at::Tensor row = g.tokens[i];
+    std::vector<std::int64_t> ids(row.data_ptr<std::int64_t>(),
+                                  row.data_ptr<std::int64_t>() + row.numel());
+    const Example& ex = val[static_cast<std::size_t>(ctx.par.data_rank() * per_rank + i)];
+    sum += ctx.data->reward(ex, ids);
   }
   at::Tensor t = at::tensor({sum, static_cast<double>(per_rank)}, at::kDouble);
   GRPO_TRY_STATUS(ctx.comm->allreduce_sum(t));

@@ -21,6 +21,7 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
   return {
       "data.train_batch_size=" + std::to_string(w.train_batch_size),
       "actor_rollout_ref.rollout.n=" + std::to_string(w.rollout_n),
+      "actor_rollout_ref.rollout.max_num_seqs=" + std::to_string(w.max_num_seqs),
       "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(w.ppo_mini_batch_size),
       "actor_rollout_ref.actor.ppo_epochs=" + std::to_string(w.ppo_epochs),
       "data.max_prompt_length=" + std::to_string(w.max_prompt_length),

@@ -47,6 +47,9 @@ struct TrainerConfig {
   double top_p = 1.0;
   std::int64_t top_k = -1;  // -1: off
   bool use_kv_cache = true;
+  // The most sequences generated at once (vLLM's max_num_seqs): larger rollouts and validations
+  // run in batches of this many, one after the other.
+  std::int64_t max_num_seqs = 256;
   bool val_do_sample = false;
 
   // actor_rollout_ref.actor

@@ -46,6 +46,16 @@ Generation generate(QwenModel& model, const PromptBatch& prompts, std::int64_t m
                     const SamplingParams& params, at::Generator& gen, bool use_kv_cache,
                     const ProgressFn& progress = {});
 
+// generate() over `prompts` in batches of at most `max_seqs` rows, one after the other (the
+// rollout engine's max_num_seqs: the KV cache and the prefill hold one batch at a time), drawing
+// from `gen` in that order; the rows' responses joined, padded to the longest. `progress` sees
+// the decoding steps of the batch running. With a single batch it is generate().
+Generation generate_in_batches(QwenModel& model,
+                               const std::vector<std::vector<std::int64_t>>& prompts,
+                               std::int64_t max_seqs, std::int64_t max_new,
+                               const SamplingParams& params, at::Generator& gen, bool use_kv_cache,
+                               const ProgressFn& progress = {});
+
 // RoPE positions for left-padded rows: the count of real tokens before each slot.
 at::Tensor positions_from_valid(const at::Tensor& valid);
 

@@ -19,12 +19,13 @@ namespace grpo::core {
 bool is_trainer_key(std::string_view key);
 
 // "key=value" settings for grpo-trainer from the plan's workload: data.train_batch_size,
-// actor_rollout_ref.rollout.n, actor_rollout_ref.actor.ppo_mini_batch_size,
-// actor_rollout_ref.actor.ppo_epochs, data.max_prompt_length, data.max_response_length,
-// actor_rollout_ref.actor.use_kl_loss, actor_rollout_ref.actor.megatron.dtype (the workload's
-// dtype: float32, bfloat16 or float16), trainer.device (cuda on a GPU profile, cpu on a CPU
-// one) and trainer.async_save (on a GPU profile only). The micro batch is not among them: the
-// supervisor passes it (and halves it after an out-of-memory failure).
+// actor_rollout_ref.rollout.n, actor_rollout_ref.rollout.max_num_seqs,
+// actor_rollout_ref.actor.ppo_mini_batch_size, actor_rollout_ref.actor.ppo_epochs,
+// data.max_prompt_length, data.max_response_length, actor_rollout_ref.actor.use_kl_loss,
+// actor_rollout_ref.actor.megatron.dtype (the workload's dtype: float32, bfloat16 or float16),
+// trainer.device (cuda on a GPU profile, cpu on a CPU one) and trainer.async_save (on a GPU profile
+// only). The micro batch is not among them: the supervisor passes it (and halves it after an
+// out-of-memory failure).
 std::vector<std::string> trainer_settings(const Plan& plan);
 // Why the embedded trainer cannot run on `cluster`'s devices; empty when it can.
 std::string embedded_trainer_unsupported_device(const ClusterProfile& cluster);
