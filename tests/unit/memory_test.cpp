@@ -360,5 +360,33 @@ TEST(Memory, EmbeddedTrainerKeepsItsRolloutWeights) {
   EXPECT_DOUBLE_EQ(kept("tiny-dense", layout(1, 2, 1)), 1'608'192.0);
 }
 
+TEST(Memory, EmbeddedTrainerGeneratesWhatFits) {
+  const auto c = test::cluster("local-cpu");
+  WorkloadSpec w = c.grpo;  // 16 prompts x 4, prompts of 24 tokens, 16 new, max_num_seqs 64, fp32
+  Layout l = layout(1, 1, 2);
+  l.embedded_trainer = true;
+  l.distributed_optimizer = false;
+  const MemoryEstimate e = estimate_memory(test::model("tiny-dense"), c, w, l);
+  // Each rank generates its 16 x 4 / 2 = 32 rows at once (under max_num_seqs, and they fit).
+  EXPECT_EQ(e.embedded_rollout_seqs, 32);
+  // KV cache: 2 x 4 layers x 32 sequences x 64 (2 K/V heads x 32) x (24 + 16) tokens x 4 B.
+  EXPECT_DOUBLE_EQ(e.rollout.bytes("KV cache"), 2'621'440.0);
+  // Workspace: the prefill's MLP step, 4 x 32 x 24 x (2 x 128 + 3 x 384) = 4,325,376 (more than
+  // its attention step, 8 x 32 x 4 x 24^2 + 4 x 32 x 24 x (2 x 128 + 2 x 128 + 2 x 64) =
+  // 2,555,904), plus sampling's 3 x 4 x 32 x 64 = 24,576.
+  EXPECT_DOUBLE_EQ(e.rollout.bytes("rollout workspace"), 4'349'952.0);
+  // A smaller device holds fewer at a time: the room beside the resident state, per sequence.
+  ClusterProfile small = c;
+  small.device.memory_gib = 0.5442;  // 95% usable: about 2 MB left beside the resident state
+  const MemoryEstimate s = estimate_memory(test::model("tiny-dense"), small, w, l);
+  const double per_seq = (2'621'440.0 + 4'349'952.0) / 32.0;
+  const double resident =
+      s.rollout.total() - s.rollout.bytes("KV cache") - s.rollout.bytes("rollout workspace");
+  EXPECT_EQ(s.embedded_rollout_seqs,
+            static_cast<std::int64_t>((s.rollout.capacity - resident) / per_seq));
+  EXPECT_LT(s.embedded_rollout_seqs, 32);
+  EXPECT_TRUE(s.rollout.fits());
+}
+
 }  // namespace
 }  // namespace grpo::core

@@ -212,7 +212,8 @@ const std::vector<KeyDef>& key_defs() {
        "add weights_sha256 to the step event every this many steps (0: only at checkpoints)"},
       {"trainer.measure_activation_memory", &C::measure_activation_memory, any(),
        "diagnostics: add peak_activation_bytes (CPU allocator bytes over each micro batch's "
-       "forward and backward) to SFT step events; slows allocation"},
+       "forward and backward) to SFT step events and peak_rollout_bytes (over the generation) "
+       "to GRPO step events; slows allocation"},
       {"trainer.resume_mode", &C::resume_mode, one_of({"auto", "disable", "resume_path"}),
        "auto: newest valid checkpoint in the run dir; disable; resume_path: resume_from_path"},
       {"trainer.resume_from_path", &C::resume_from_path, any(),

@@ -1,7 +1,9 @@
 // The rollout phases of a GRPO step: sampling a group of responses per prompt, rewards and
 // group-normalized advantages, then the old and reference log-probs before any update.
 #include <map>
+#include <optional>
 
+#include "allocation_peak.h"
 #include "full_model.h"
 #include "step_phases.h"
 
@@ -51,11 +53,15 @@ Rollout rollout_phase(RunContext& ctx, TrainState& st, std::int64_t s,
   // generates them alone, with the shards they generate them together. At most max_num_seqs
   // sequences at a time (every rank of an EP or TP group has as many rows: as many batches).
   QwenModel& engine = st.rollout ? *st.rollout : *st.model;
+  std::optional<AllocationPeak> peak;  // trainer.measure_activation_memory
+  if (cfg.measure_activation_memory) peak.emplace();
   r.generation =
       generate_in_batches(engine, prompts, cfg.max_num_seqs, cfg.max_response_length, sp,
                           st.sample_gen, cfg.use_kv_cache, [&](std::int64_t steps) {
                             ctx.tel.maybe_heartbeat(s, "rollout", {{"decode_steps", steps}});
                           });
+  if (peak) r.peak_rollout_bytes = peak->peak();
+  peak.reset();
   const Generation& g = r.generation;
   const std::int64_t rows = pb.tokens.size(0);
   r.rewards = at::zeros({rows}, at::kFloat);

@@ -110,6 +110,7 @@ core::Status grpo_step(RunContext& ctx, TrainState& st, std::int64_t s, StepMetr
   m.tokens = tok[0].item<std::int64_t>();
   m.fields["generated_tokens"] = tok[1].item<std::int64_t>();
   m.fields["rollout_s"] = r.rollout_s;
+  if (ctx.cfg.measure_activation_memory) m.fields["peak_rollout_bytes"] = r.peak_rollout_bytes;
   if (st.rollout) m.fields["rollout_reshard_s"] = reshard_s;
   m.fields["old_logprob_s"] = r.old_logprob_s;
   m.fields["ref_logprob_s"] = r.ref_logprob_s;

@@ -91,6 +91,8 @@ struct Rollout {
   at::Tensor ref_logprobs;               // [rows, R] under the reference (use_kl_loss only)
   std::vector<ExpertLoad> expert_load;   // from the old log-prob forward (MoE)
   double rollout_s = 0;
+  // Peak CPU-allocator bytes of the generation (trainer.measure_activation_memory; 0 otherwise).
+  std::int64_t peak_rollout_bytes = 0;
   double old_logprob_s = 0;
   double ref_logprob_s = 0;
 

@@ -311,8 +311,45 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
     est.training.items.push_back(MemoryItem::fixed("rollout weights (kept)", kept_rollout));
   }
   // Without free_cache_engine the rollout engine keeps its weights and KV cache during training.
-  if (!w.free_cache_engine) {
+  if (!w.free_cache_engine && !l.embedded_trainer) {
     est.training.items.push_back(MemoryItem::fixed("rollout engine (kept)", r.budget));
+  }
+  if (l.embedded_trainer) {
+    // grpo-trainer generates itself: each rank its replica's rows, at most max_num_seqs at a
+    // time, with the whole copy (rollout TP 1 under TP or EP) or the training layout's shards.
+    // The batch is the most sequences (up to the rows and max_num_seqs, at least 1) whose KV
+    // cache and prefill fit beside what stays resident.
+    const bool whole = l.rollout_tp == 1 && (d.tp > 1 || d.ep > 1);
+    const std::int64_t rows =
+        std::max<std::int64_t>(1, w.train_batch_size * w.rollout_n / std::max(1, d.dp));
+    const auto generation = [&](double seqs) {
+      return memory_terms::embedded_rollout(
+          m, w.dtype, seqs, static_cast<double>(w.max_prompt_length),
+          static_cast<double>(w.max_response_length), whole ? 1.0 : d.tp);
+    };
+    const memory_terms::EmbeddedRollout one = generation(1.0);
+    const double resident = weights + grads + opt + ref_weights + kept_rollout + overhead;
+    const double room = std::floor((capacity - resident) / (one.kv_cache + one.workspace));
+    est.embedded_rollout_seqs = std::clamp<std::int64_t>(
+        room > 0 ? static_cast<std::int64_t>(std::min(room, 1e15)) : 1, 1,
+        std::min<std::int64_t>(rows, std::max<std::int64_t>(1, w.max_num_seqs)));
+    const memory_terms::EmbeddedRollout g =
+        generation(static_cast<double>(est.embedded_rollout_seqs));
+    // No vLLM engine runs: its budget does not apply.
+    est.engine.weights_fit = true;
+    est.rollout.phase = "rollout";
+    est.rollout.capacity = capacity;
+    est.rollout.items = {
+        MemoryItem::fixed("actor weights", weights),
+        MemoryItem::fixed("actor gradients", grads),
+        MemoryItem::fixed("actor optimizer states", opt),
+        MemoryItem::fixed("reference weights", ref_weights),
+        MemoryItem::fixed("rollout weights (kept)", kept_rollout),
+        MemoryItem::fixed("rollout workspace", g.workspace),
+        MemoryItem::fixed("KV cache", g.kv_cache),
+        MemoryItem::fixed("runtime overhead", overhead),
+    };
+    return est;
   }
 
   // --- Rollout: the engine's allocation on top of the actor state that stays resident.
@@ -328,9 +365,6 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       MemoryItem::fixed("KV cache", r.kv_capacity),
       MemoryItem::fixed("runtime overhead", overhead),
   };
-  if (kept_rollout > 0) {
-    est.rollout.items.push_back(MemoryItem::fixed("rollout weights (kept)", kept_rollout));
-  }
   return est;
 }
 

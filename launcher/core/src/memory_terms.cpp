@@ -208,4 +208,34 @@ double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, d
   return weight_bytes(dtype) * h * (rows + 1.0) * tokens + logits;
 }
 
+EmbeddedRollout embedded_rollout(const ModelSpec& m, Dtype dtype, double seqs, double prompt,
+                                 double response, double tp) {
+  const double wb = weight_bytes(dtype);
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_width());
+  const double kv = static_cast<double>(m.kv_width());
+  const double a = static_cast<double>(m.num_attention_heads);
+  EmbeddedRollout r;
+  r.kv_cache =
+      2.0 * static_cast<double>(m.num_layers) * seqs * (kv / tp) * (prompt + response) * wb;
+  // The prefill's attention: the masked scores and their fp32 softmax alive together (with bf16
+  // also the scores' fp32 copy and the probabilities rounded back to bf16, all four until the
+  // statement ends), P x P per head; beside them the layer's residual stream, norm output, q, k,
+  // v and attention output.
+  const double softmax = wb + 4.0 + (wb < 4.0 ? 4.0 + wb : 0.0);
+  const double attention = softmax * seqs * (a / tp) * prompt * prompt +
+                           wb * seqs * prompt * (2.0 * h + (2.0 * q + 2.0 * kv) / tp);
+  // The prefill's MLP: gate, up and their product (the routed experts' on k copies of each row).
+  const double f = m.is_moe()
+                       ? static_cast<double>(m.experts_per_token * m.moe_ffn_hidden_size +
+                                             m.num_shared_experts * m.shared_expert_ffn_hidden_size)
+                       : static_cast<double>(m.ffn_hidden_size);
+  const double mlp = wb * seqs * prompt * (2.0 * h + 3.0 * f / tp);
+  // Sampling the next token: the last position's fp32 logits over the whole vocabulary, its
+  // softmax and a masked copy (top-k / top-p).
+  const double sampling = 3.0 * 4.0 * seqs * static_cast<double>(m.vocab_size);
+  r.workspace = std::max(attention, mlp) + sampling;
+  return r;
+}
+
 }  // namespace grpo::core::memory_terms

@@ -69,4 +69,14 @@ double embedded_stage_activations(const ModelSpec& m, const Layout& l, Dtype dty
 double embedded_logits_bytes(const ModelSpec& m, const Layout& l, Dtype dtype, double tokens,
                              double response_tokens);
 
+// grpo-trainer's own generation (docs/memory-model.md "The embedded trainer's rollout"): `seqs`
+// sequences at once (rows per rank, at most max_num_seqs) of prompts of `prompt` tokens and up to
+// `response` new ones, with the model split `tp` ways (1: the whole copy).
+struct EmbeddedRollout {
+  double kv_cache = 0;   // keys and values of every layer, in the parameters' dtype
+  double workspace = 0;  // the prefill's largest layer step and the sampling buffers
+};
+EmbeddedRollout embedded_rollout(const ModelSpec& m, Dtype dtype, double seqs, double prompt,
+                                 double response, double tp);
+
 }  // namespace grpo::core::memory_terms

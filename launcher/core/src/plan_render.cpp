@@ -69,7 +69,7 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
     if (!has_item(m.training, row) && !has_item(m.rollout, row)) continue;
     std::string line =
         "  " + pad(row, 28) + lpad(cell(m.training, row), 9) + lpad(cell(m.rollout, row), 10);
-    if (row == "KV cache") {
+    if (row == "KV cache" && !c.layout.embedded_trainer) {
       line += "   needs " + gib(m.engine.kv_needed) + " for " +
               std::to_string(m.engine.concurrent_seqs) + " sequences of " +
               std::to_string(w.seq_length()) + " tokens";
@@ -164,10 +164,18 @@ std::string render_summary(const Plan& plan) {
            (w.use_kl_loss ? "same layout as the actor, forward only"
                           : "not used (use_kl_loss = false)") +
            "\n";
-    out += pad("Rollout (vLLM)", 25) + "TP=" + std::to_string(l.rollout_tp) + ", " +
-           std::to_string(c.world_size() / l.rollout_tp) + " replicas, gpu_memory_utilization " +
-           format_fixed(w.gpu_memory_utilization, 2) + ", " +
-           std::to_string(b.memory.engine.concurrent_seqs) + " concurrent sequences per replica\n";
+    if (l.embedded_trainer) {
+      const bool whole = l.rollout_tp == 1 && (l.dims.tp > 1 || l.dims.ep > 1);
+      out += pad("Rollout (grpo-trainer)", 25) +
+             (whole ? "the whole model on every rank" : "at the actor's layout") + ", " +
+             std::to_string(b.memory.embedded_rollout_seqs) + " sequences at a time per rank\n";
+    } else {
+      out += pad("Rollout (vLLM)", 25) + "TP=" + std::to_string(l.rollout_tp) + ", " +
+             std::to_string(c.world_size() / l.rollout_tp) + " replicas, gpu_memory_utilization " +
+             format_fixed(w.gpu_memory_utilization, 2) + ", " +
+             std::to_string(b.memory.engine.concurrent_seqs) +
+             " concurrent sequences per replica\n";
+    }
     out += pad("Communication", 25) + communication_pattern(plan) + "\n\n";
     render_memory(out, b, w);
     const CostEstimate& e = b.cost;
@@ -325,6 +333,7 @@ nlohmann::json candidate_json(const Candidate& c) {
             {"kv_needed_gib", m.engine.kv_needed / kGiB},
             {"kv_capacity_gib", m.engine.kv_capacity / kGiB},
             {"concurrent_seqs", m.engine.concurrent_seqs},
+            {"embedded_rollout_seqs", m.embedded_rollout_seqs},
             {"params_per_device", m.actor.total()},
             {"fits", m.fits()},
             {"floor_fits", m.floor_fits()}}},

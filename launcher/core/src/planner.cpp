@@ -498,7 +498,8 @@ Plan make_plan(const PlanRequest& req) {
             " and num_layers_in_last_pipeline_stage=" + std::to_string(b.last_stage_layers)));
   }
   const RolloutMemory& eng = plan.best.memory.engine;
-  if (eng.kv_capacity < eng.kv_needed) {
+  // vLLM's KV cache; grpo-trainer generates in batches of max_num_seqs with a cache of its own.
+  if (eng.kv_capacity < eng.kv_needed && !plan.best.layout.embedded_trainer) {
     const double per_seq = static_cast<double>(w.seq_length()) * eng.kv_bytes_per_token;
     const auto fit = static_cast<std::int64_t>(per_seq > 0 ? eng.kv_capacity / per_seq : 0);
     plan.diagnostics.push_back(make_diag(

@@ -21,7 +21,11 @@ std::vector<std::string> trainer_settings(const Plan& plan) {
   return {
       "data.train_batch_size=" + std::to_string(w.train_batch_size),
       "actor_rollout_ref.rollout.n=" + std::to_string(w.rollout_n),
-      "actor_rollout_ref.rollout.max_num_seqs=" + std::to_string(w.max_num_seqs),
+      // The embedded plan's generation batch (what fits), else the workload's.
+      "actor_rollout_ref.rollout.max_num_seqs=" +
+          std::to_string(plan.best.memory.embedded_rollout_seqs > 0
+                             ? plan.best.memory.embedded_rollout_seqs
+                             : w.max_num_seqs),
       "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(w.ppo_mini_batch_size),
       "actor_rollout_ref.actor.ppo_epochs=" + std::to_string(w.ppo_epochs),
       "data.max_prompt_length=" + std::to_string(w.max_prompt_length),

@@ -78,6 +78,10 @@ struct MemoryEstimate {
   PhaseMemory training;  // the policy update: forward, backward and optimizer step
   ShardedParams actor;   // actor parameters on the worst stage's device
   RolloutMemory engine;  // the rollout engine at the layout's rollout TP
+  // grpo-trainer's plans (Layout::embedded_trainer): the sequences it generates at once, the
+  // most (up to its rows and the workload's max_num_seqs) whose KV cache and prefill fit beside
+  // the resident state; grpo-launch passes it as actor_rollout_ref.rollout.max_num_seqs.
+  std::int64_t embedded_rollout_seqs = 0;
   bool fits() const { return rollout.fits() && training.fits() && engine.weights_fit; }
   // The run cannot start or cannot train whatever the data (OOM_RISK is an error).
   bool floor_fits() const {
