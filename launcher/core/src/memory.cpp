@@ -246,7 +246,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       all_layers.last_stage_layers = 0;
       kept_rollout += wb * sharded_params(m, all_layers).total() - weights;
     }
-    if (l.rollout_tp == 1 && (d.tp > 1 || d.ep > 1)) {
+    if (l.embedded_whole_model_rollout()) {
       kept_rollout += wb * static_cast<double>(count_params(m).total());
     }
   }
@@ -319,13 +319,13 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
     // time, with the whole copy (rollout TP 1 under TP or EP) or the training layout's shards.
     // The batch is the most sequences (up to the rows and max_num_seqs, at least 1) whose KV
     // cache and prefill fit beside what stays resident.
-    const bool whole = l.rollout_tp == 1 && (d.tp > 1 || d.ep > 1);
     const std::int64_t rows =
         std::max<std::int64_t>(1, w.train_batch_size * w.rollout_n / std::max(1, d.dp));
     const auto generation = [&](double seqs) {
-      return memory_terms::embedded_rollout(
-          m, w.dtype, seqs, static_cast<double>(w.max_prompt_length),
-          static_cast<double>(w.max_response_length), whole ? 1.0 : d.tp);
+      return memory_terms::embedded_rollout(m, w.dtype, seqs,
+                                            static_cast<double>(w.max_prompt_length),
+                                            static_cast<double>(w.max_response_length),
+                                            l.embedded_whole_model_rollout() ? 1.0 : d.tp);
     };
     const memory_terms::EmbeddedRollout one = generation(1.0);
     const double resident = weights + grads + opt + ref_weights + kept_rollout + overhead;

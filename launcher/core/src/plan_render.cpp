@@ -165,10 +165,11 @@ std::string render_summary(const Plan& plan) {
                           : "not used (use_kl_loss = false)") +
            "\n";
     if (l.embedded_trainer) {
-      const bool whole = l.rollout_tp == 1 && (l.dims.tp > 1 || l.dims.ep > 1);
       out += pad("Rollout (grpo-trainer)", 25) +
-             (whole ? "the whole model on every rank" : "at the actor's layout") + ", " +
-             std::to_string(b.memory.embedded_rollout_seqs) + " sequences at a time per rank\n";
+             (l.embedded_whole_model_rollout() ? "the whole model on every rank"
+                                               : "at the actor's layout") +
+             ", " + std::to_string(b.memory.embedded_rollout_seqs) +
+             " sequences at a time per rank\n";
     } else {
       out += pad("Rollout (vLLM)", 25) + "TP=" + std::to_string(l.rollout_tp) + ", " +
              std::to_string(c.world_size() / l.rollout_tp) + " replicas, gpu_memory_utilization " +

@@ -53,6 +53,11 @@ struct Layout {
   bool fsdp = false;  // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
   // The embedded grpo-trainer runs it: its activation model (docs/memory-model.md).
   bool embedded_trainer = false;
+  // grpo-trainer generates with a whole-model copy on every rank (rollout TP 1 under TP or EP:
+  // trainer/src/grpo_rollout.cpp whole_model_rollout), not at the training layout.
+  bool embedded_whole_model_rollout() const {
+    return embedded_trainer && rollout_tp == 1 && (dims.tp > 1 || dims.ep > 1);
+  }
   int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
   bool split_counts_embedding = false;  // Megatron account_for_embedding_in_pipeline_split
