@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "grpo/core/checker.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
@@ -216,7 +217,7 @@ int cmd_check(const GlobalArgs& global, const CheckArgs& args) {
                         {"files", files},
                         {"errors", errors},
                         {"warnings", warnings}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << core::json_text(j, 2) << "\n";
   } else if (args.files.size() > 1) {
     std::cout << errors << " error(s), " << warnings << " warning(s) in " << args.files.size()
               << " files\n";

@@ -5,6 +5,7 @@
 
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/shell_quote.h"
@@ -171,7 +172,7 @@ int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
   const core::Plan& plan = built.value();
   if (!args.emit.empty()) return emit_verl(plan, args);
   if (args.format == "json") {
-    std::cout << core::plan_to_json(plan).dump(2) << "\n";
+    std::cout << core::json_text(core::plan_to_json(plan), 2) << "\n";
   } else {
     std::cout << core::render_summary(plan);
   }
@@ -191,7 +192,7 @@ int cmd_profiles(const GlobalArgs& global, const std::string& format) {
       }
       j[kind == core::CatalogKind::kCluster ? "clusters" : "models"] = std::move(list);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << core::json_text(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "Search path (first match wins):\n";

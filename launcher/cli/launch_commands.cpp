@@ -20,6 +20,7 @@
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/job_step.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/sbatch_script.h"
@@ -121,7 +122,8 @@ core::Result<std::string> submit_run_dir(const std::string& run_dir,
                              {"job_id", submitted->job_id},
                              {"cluster", submitted->cluster},
                              {"submitted_utc", created_utc}};
-  if (auto st = io::write_file_atomic(run_dir + "/job.json", job_json.dump(2) + "\n", 0600);
+  if (auto st =
+          io::write_file_atomic(run_dir + "/job.json", core::json_text(job_json, 2) + "\n", 0600);
       !st.ok()) {
     print_warning("job " + id + " was submitted but " + st.error().message);
   }
@@ -272,11 +274,12 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
 
 std::map<std::string, std::string> run_dir_files(const Prepared& p) {
   std::map<std::string, std::string> files = {
-      {"plan.json", core::plan_to_json(p.plan).dump(2) + "\n"},
-      {"rankmap.json", core::rank_map_to_json(p.plan.rank_map).dump(2) + "\n"},
-      {"env.json", core::env_to_json(p.plan.env, p.plan.rank_map).dump(2) + "\n"},
-      {"run.json", core::run_spec_to_json(p.run).dump(2) + "\n"},
-      {"supervisor.json", supervise::supervisor_config_to_json(p.supervisor).dump(2) + "\n"},
+      {"plan.json", core::json_text(core::plan_to_json(p.plan), 2) + "\n"},
+      {"rankmap.json", core::json_text(core::rank_map_to_json(p.plan.rank_map), 2) + "\n"},
+      {"env.json", core::json_text(core::env_to_json(p.plan.env, p.plan.rank_map), 2) + "\n"},
+      {"run.json", core::json_text(core::run_spec_to_json(p.run), 2) + "\n"},
+      {"supervisor.json",
+       core::json_text(supervise::supervisor_config_to_json(p.supervisor), 2) + "\n"},
   };
   if (!p.script.empty()) files["job.sbatch"] = p.script;
   return files;
@@ -394,7 +397,7 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
   if (!note.empty()) print_warning(note);
   if (!core::plan_ok(built.value())) {
     if (args.plan.format == "json") {
-      std::cout << core::plan_to_json(built.value()).dump(2) << "\n";
+      std::cout << core::json_text(core::plan_to_json(built.value()), 2) << "\n";
     } else {
       std::cout << core::render_summary(built.value());
     }
@@ -419,7 +422,7 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
   if (args.plan.dry_run) {
     if (args.plan.format == "json") {
       nlohmann::json j = {{"plan", core::plan_to_json(p.plan)}, {"sbatch", p.script}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << core::json_text(j, 2) << "\n";
     } else {
       std::cout << p.script;
     }

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/report/report.h"
@@ -91,9 +92,10 @@ std::string human_event(const nlohmann::json& e) {
   std::string line = clock_time(e.value("time", 0.0)) + "  " + e.value("type", std::string("?"));
   for (const auto& [k, v] : e.items()) {
     if (k == "schema" || k == "seq" || k == "time" || k == "type") continue;
-    line += "  " + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    line += "  " + k + "=" + (v.is_string() ? v.get<std::string>() : core::json_text(v));
   }
-  return line;
+  // Ranks and programs supply these values: a terminal must not act on them (docs/security.md).
+  return core::escape_controls(line);
 }
 
 bool wanted(const nlohmann::json& e, const std::vector<std::string>& types) {
@@ -145,10 +147,11 @@ int status_of_runs(const std::vector<fs::path>& runs, const std::string& format)
     list.push_back(std::move(j));
   }
   if (format == "json") {
-    std::cout << nlohmann::json{{"schema", "grpo-launch/status-list/v1"}, {"runs", list}}.dump(2)
+    std::cout << core::json_text(
+                     nlohmann::json{{"schema", "grpo-launch/status-list/v1"}, {"runs", list}}, 2)
               << "\n";
   } else {
-    std::cout << supervise::render_status_list(entries, now);
+    std::cout << core::escape_controls(supervise::render_status_list(entries, now), true);
   }
   return kExitOk;
 }
@@ -220,12 +223,15 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
       for (const char* k : {"schema", "seq", "time", "type"}) h.erase(k);
       j["hang_report"] = h;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << core::json_text(j, 2) << "\n";
   } else {
+    // The summary quotes rank-supplied text (failure messages, notes): escaped like events.
     if (!s.started)
-      std::cout << "run        " << run->string() << "\nstate      not started yet (no events)\n";
+      std::cout << "run        " << core::escape_controls(run->string())
+                << "\nstate      not started yet (no events)\n";
     else
-      std::cout << supervise::render_status(s, run->string(), now_seconds());
+      std::cout << core::escape_controls(supervise::render_status(s, run->string(), now_seconds()),
+                                         true);
     if (log->torn)
       std::cout << "note       the newest event line is incomplete (the writer was interrupted)\n";
   }
@@ -247,7 +253,7 @@ int cmd_events(const GlobalArgs&, const EventsArgs& args) {
   auto emit = [&](const nlohmann::json& e) {
     if (e.value("type", std::string()) == supervise::ev::kRunFinished) finished = true;
     if (!wanted(e, types)) return;
-    std::cout << (args.format == "json" ? e.dump() : human_event(e)) << "\n";
+    std::cout << (args.format == "json" ? core::json_text(e) : human_event(e)) << "\n";
   };
   while (true) {
     std::error_code ec;

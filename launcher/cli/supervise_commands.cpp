@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "grpo/core/job_step.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/shell_quote.h"
@@ -203,7 +204,9 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
     const auto nodes = core::step_nodes(r.spec, slurm::to_allocation(info.value()));
     if (auto st = io::write_file_atomic(
             r.dir / "allocation.json",
-            allocation_json(info.value(), nodes, core::srun_command(r.spec, srun)).dump(2) + "\n",
+            core::json_text(allocation_json(info.value(), nodes, core::srun_command(r.spec, srun)),
+                            2) +
+                "\n",
             0600);
         !st.ok()) {
       return fail(st.error());

@@ -10,6 +10,7 @@
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/checker.h"
+#include "grpo/core/json_text.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/verl_job.h"
@@ -188,11 +189,11 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                             {"ranks_per_node", 1},
                             {"ranks", ranks}};
   p.files = {
-      {"run.json", core::run_spec_to_json(r).dump(2) + "\n"},
-      {"env.json", env_json.dump(2) + "\n"},
-      {"rankmap.json", rankmap.dump(2) + "\n"},
-      {"supervisor.json", supervise::supervisor_config_to_json(sc).dump(2) + "\n"},
-      {"verl.json", supervise::verl_run_info_to_json(info).dump(2) + "\n"},
+      {"run.json", core::json_text(core::run_spec_to_json(r), 2) + "\n"},
+      {"env.json", core::json_text(env_json, 2) + "\n"},
+      {"rankmap.json", core::json_text(rankmap, 2) + "\n"},
+      {"supervisor.json", core::json_text(supervise::supervisor_config_to_json(sc), 2) + "\n"},
+      {"verl.json", core::json_text(supervise::verl_run_info_to_json(info), 2) + "\n"},
       {"verl-attempt.sh", attempt},
       {"job.sbatch", p.script},
   };

@@ -259,6 +259,24 @@ TEST(SupervisorLoop, ConfigurationErrorIsNotRetried) {
   EXPECT_EQ(h.runner.started().size(), 1u);
 }
 
+// Bytes that are not UTF-8 (a rank's output, srun's or a health check's text) reach the event log
+// with U+FFFD in their place; before, nlohmann's dump threw and the supervisor died (exit 70).
+TEST(SupervisorLoop, BytesThatAreNotUtf8AreReplacedInTheEventLog) {
+  Harness h("utf8");
+  SimAttempt a;
+  sim_emit(a, 0.2, 0, {{"type", "error"}, {"code", "CONFIG_ERROR"}, {"message", "bad \xff key"}});
+  a.actions.push_back(
+      SimAction{0.2, 1, RunnerNote{NoteKind::kLaunchFailed, "srun: error: \xfe\xff", 1, "n\x80"}});
+  a.actions.push_back(SimAction{0.21, 0, SimExit{Exited{2}}});
+  a.actions.push_back(SimAction{0.21, 1, SimExit{Exited{2}}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitFatal);
+  const auto failure = h.of("failure");
+  ASSERT_FALSE(failure.empty());
+  const std::string text = failure.front().dump();
+  EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos) << text;
+}
+
 TEST(SupervisorLoop, TrainerThatCannotStartIsFatal) {
   Harness h("nostart");
   SimAttempt a;

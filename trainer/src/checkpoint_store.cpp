@@ -1,4 +1,5 @@
 #include "grpo/trainer/checkpoint_store.h"
+#include "grpo/core/json_text.h"
 
 #include <algorithm>
 #include <chrono>
@@ -59,7 +60,8 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
                              {"step", w.step_},
                              {"files", w.files_},
                              {"metadata", metadata}};
-  GRPO_TRY_STATUS(io::write_file_synced(w.tmp_dir_ / "manifest.json", manifest.dump(2) + "\n"));
+  GRPO_TRY_STATUS(
+      io::write_file_synced(w.tmp_dir_ / "manifest.json", core::json_text(manifest, 2) + "\n"));
   GRPO_TRY_STATUS(io::sync_dir(w.tmp_dir_));
 
   std::error_code ec;

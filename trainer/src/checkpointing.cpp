@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "full_model.h"
+#include "grpo/core/json_text.h"
 #include "grpo/io/files.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/sha256.h"
@@ -54,7 +55,7 @@ namespace {
 // SHA-256 (which lists every file's hash); -1 and 0 without one.
 std::pair<std::int64_t, std::int64_t> identity(const std::optional<CheckpointInfo>& found) {
   if (!found) return {-1, 0};
-  const std::string h = sha256_hex(found->manifest.dump());
+  const std::string h = sha256_hex(core::json_text(found->manifest));
   return {found->step, static_cast<std::int64_t>(std::stoull(h.substr(0, 15), nullptr, 16))};
 }
 
@@ -301,7 +302,7 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
     GRPO_TRY_STATUS(w.write_file("reference.safetensors", to_safetensors(c.ref)));
   }
   GRPO_TRY_STATUS(w.write_file("rng.safetensors", to_safetensors(c.rng)));
-  GRPO_TRY_STATUS(w.write_file("trainer_state.json", c.state.dump(2) + "\n"));
+  GRPO_TRY_STATUS(w.write_file("trainer_state.json", core::json_text(c.state, 2) + "\n"));
   GRPO_TRY_STATUS(w.write_file("config.toml", c.config_toml));
   // The SHA-256 of the copy is the live weights' (full_weights_sha256): same names, same order.
   const std::string sha = tensors_sha256(c.model);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "grpo/core/json_text.h"
 #include "grpo/core/text.h"
 
 namespace grpo::trainer {
@@ -71,7 +72,7 @@ core::Result<DatasetRecord> to_record(const json& j, std::string_view prompt_key
     return fail(ErrorKind::kWrongType, key + ": expected a list of chat messages");
   }
   // The chat reader names the message ("messages[1].content: ..."); the record names the field.
-  auto messages = tokenizer::chat_messages_from_json(prompt->dump());
+  auto messages = tokenizer::chat_messages_from_json(core::json_text(*prompt));
   if (!messages.ok()) return fail(messages.error().kind, key + ": " + messages.error().message);
   if (messages->empty()) return fail(ErrorKind::kInvalidValue, key + ": no messages");
   r.prompt = std::move(messages).value();
@@ -89,7 +90,7 @@ core::Result<DatasetRecord> to_record(const json& j, std::string_view prompt_key
   if (gt->is_string()) {
     r.ground_truth = gt->get<std::string>();
   } else if (gt->is_number()) {
-    r.ground_truth = gt->dump();
+    r.ground_truth = core::json_text(*gt);
   } else {
     return fail(ErrorKind::kWrongType, "reward_model.ground_truth: expected a string or a number");
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grpo/core/catalog.h"
+#include "grpo/core/json_text.h"
 #include "grpo/kernels/backend.h"
 #include "grpo/kernels/ops.h"
 #include "grpo/trainer/exit_codes.h"
@@ -67,7 +68,7 @@ int run_forward(const ForwardOptions& o) {
       rows.push_back(std::vector<double>(d, d + row.numel()));
     }
     const nlohmann::json line = {{"model", spec->name}, {"ids", o.ids}, {"logits", rows}};
-    std::cout << line.dump() << "\n";
+    std::cout << core::json_text(line) << "\n";
     return kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "grpo-trainer forward: internal error: " << e.what() << "\n";

@@ -1,4 +1,5 @@
 #include "grpo/trainer/stack_report.h"
+#include "grpo/core/json_text.h"
 
 #include <cxxabi.h>
 #include <dirent.h>
@@ -374,7 +375,7 @@ void StackReporter::serve() {
     ev["pid"] = static_cast<long>(::getpid());
     const json fields = capture();
     for (const auto& [k, v] : fields.items()) ev[k] = v;
-    const std::string line = ev.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    const std::string line = core::json_text(ev) + "\n";
     std::fwrite(line.data(), 1, line.size(), out_);
     std::fflush(out_);
   }

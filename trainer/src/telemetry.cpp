@@ -1,4 +1,5 @@
 #include "grpo/trainer/telemetry.h"
+#include "grpo/core/json_text.h"
 
 #include <unistd.h>
 
@@ -30,8 +31,7 @@ void Telemetry::emit(std::string_view type, const nlohmann::json& fields) {
     if (fields.is_object()) {
       for (const auto& [k, v] : fields.items()) ev[k] = v;
     }
-    const std::string line =
-        ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string line = core::json_text(ev) + "\n";
     std::fwrite(line.data(), 1, line.size(), out_);
     std::fflush(out_);
   }

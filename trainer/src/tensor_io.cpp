@@ -1,4 +1,5 @@
 #include "grpo/trainer/tensor_io.h"
+#include "grpo/core/json_text.h"
 
 #include <cstdint>
 #include <cstring>
@@ -48,7 +49,7 @@ std::string to_safetensors(const NamedTensors& tensors,
     offset += bytes;
     data.push_back(std::move(c));
   }
-  std::string h = header.dump();
+  std::string h = core::json_text(header);
   while (h.size() % 8 != 0) h += ' ';
   std::string out(8, '\0');
   const std::uint64_t n = h.size();

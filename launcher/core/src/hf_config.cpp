@@ -308,6 +308,7 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
     m.qk_norm = true;
   }
   if (moe) GRPO_TRY_STATUS(read_moe(r, m));
+  GRPO_TRY_STATUS(check_model_size(m, file_name));
   return m;
 }
 

@@ -1,4 +1,5 @@
 #include "grpo/core/hf_export.h"
+#include "grpo/core/json_text.h"
 
 #include <cctype>
 #include <cstdio>
@@ -167,7 +168,7 @@ std::string hf_config_from_spec(const ModelSpec& s, TensorDtype dtype) {
       c["shared_expert_intermediate_size"] = s.num_shared_experts * s.shared_expert_ffn_hidden_size;
     }
   }
-  return c.dump(2) + "\n";
+  return json_text(c, 2) + "\n";
 }
 
 Result<std::string> hf_config_with_dtype(std::string_view json_text, std::string_view file_name,
@@ -184,11 +185,11 @@ Result<std::string> hf_config_with_dtype(std::string_view json_text, std::string
   }
   doc["torch_dtype"] = std::string(torch_dtype_name(dtype));
   if (doc.contains("dtype")) doc["dtype"] = std::string(torch_dtype_name(dtype));
-  return doc.dump(2) + "\n";
+  return core::json_text(doc, 2) + "\n";
 }
 
 std::string hf_generation_config() {
-  return json{{"_from_model_config", true}}.dump(2) + "\n";
+  return json_text(json{{"_from_model_config", true}}, 2) + "\n";
 }
 
 Result<std::uint64_t> parse_shard_size(std::string_view text) {
@@ -274,7 +275,7 @@ std::string shard_index_json(const ShardPlan& plan, const std::vector<ShardTenso
     for (std::size_t i : plan.members[f]) weight_map[tensors[i].name] = plan.files[f];
   }
   json index = {{"metadata", {{"total_size", plan.total_size}}}, {"weight_map", weight_map}};
-  return index.dump(2) + "\n";
+  return json_text(index, 2) + "\n";
 }
 
 std::string safetensors_header_bytes(const std::vector<SafetensorsEntry>& entries) {
@@ -287,7 +288,7 @@ std::string safetensors_header_bytes(const std::vector<SafetensorsEntry>& entrie
     entry["data_offsets"] = {e.begin, e.end};
     h[e.name] = std::move(entry);
   }
-  std::string text = h.dump();
+  std::string text = json_text(h);
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string out(8, '\0');
   std::uint64_t n = text.size();

@@ -1,4 +1,5 @@
 #include "grpo/io/checkpoint_files.h"
+#include "grpo/core/json_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -81,7 +82,7 @@ core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir, KeepMapp
   }
   if (manifest.value("version", 0) != kCheckpointFormatVersion) {
     return make_error(ErrorKind::kInvalidValue,
-                      "unsupported checkpoint version " + manifest["version"].dump());
+                      "unsupported checkpoint version " + core::json_text(manifest["version"]));
   }
   auto mapped = std::make_shared<CheckpointMappings>();
   for (const auto& [name, entry] : manifest["files"].items()) {
@@ -95,9 +96,10 @@ core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir, KeepMapp
     const auto listed = entry.find("bytes");
     if (listed == entry.end() || !listed->is_number_unsigned() ||
         bytes.size() != listed->get<std::uint64_t>()) {
-      return make_error(ErrorKind::kInvalidValue,
-                        name + ": size " + std::to_string(bytes.size()) + " != manifest " +
-                            (listed == entry.end() ? std::string("(none)") : listed->dump()));
+      return make_error(
+          ErrorKind::kInvalidValue,
+          name + ": size " + std::to_string(bytes.size()) + " != manifest " +
+              (listed == entry.end() ? std::string("(none)") : core::json_text(*listed)));
     }
     if (sha256_hex(bytes) != entry.value("sha256", "")) {
       return make_error(ErrorKind::kInvalidValue, name + ": SHA-256 does not match the manifest");

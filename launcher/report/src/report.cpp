@@ -1,4 +1,5 @@
 #include "grpo/report/report.h"
+#include "grpo/core/json_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,8 +91,13 @@ Axis nice_axis(double lo, double hi) {
   return {lo - pad, hi + pad};
 }
 
+// About `n` round ticks across the axis. The count is an integer fixed before the loop and capped:
+// adding a step to a value below its float resolution (losses of 1e17 and 1e17 + 16) changes
+// nothing, and a loop on `v += step` then never ended.
 std::vector<double> ticks(const Axis& a, int n = 5) {
+  if (!std::isfinite(a.lo) || !std::isfinite(a.hi) || !(a.hi > a.lo)) return {};
   const double raw = (a.hi - a.lo) / n;
+  if (!std::isfinite(raw) || !(raw > 0)) return {};
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
@@ -100,8 +106,16 @@ std::vector<double> ticks(const Axis& a, int n = 5) {
       break;
     }
   }
+  const double first = std::ceil(a.lo / step);
+  const double count = std::floor((a.hi + 1e-12) / step) - first + 1;
+  const int kMaxTicks = 4 * n + 1;
+  if (!std::isfinite(count) || count < 1) return {};
   std::vector<double> out;
-  for (double v = std::ceil(a.lo / step) * step; v <= a.hi + 1e-12; v += step) out.push_back(v);
+  const int k_end = count > kMaxTicks ? kMaxTicks : static_cast<int>(count);
+  for (int k = 0; k < k_end; ++k) {
+    const double v = (first + k) * step;
+    if (out.empty() || v > out.back()) out.push_back(v);  // below the resolution: one tick
+  }
   return out;
 }
 
@@ -502,7 +516,7 @@ Report render_report(const std::vector<json>& events, const ReportOptions& optio
       for (const auto& g : h.value("groups", nlohmann::json::array())) {
         std::string ranks;
         for (const auto& r : g.value("ranks", nlohmann::json::array()))
-          ranks += (ranks.empty() ? "" : ",") + r.dump();
+          ranks += (ranks.empty() ? "" : ",") + core::json_text(r);
         head += "<li>rank(s) " + esc(ranks) + ": " +
                 esc(supervise::top_frames_text(g.value("frames", nlohmann::json::array()), 6)) +
                 "</li>\n";

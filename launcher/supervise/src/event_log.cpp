@@ -1,4 +1,5 @@
 #include "grpo/supervise/event_log.h"
+#include "grpo/core/json_text.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@ using nlohmann::json;
 core::Error bad(const json& e, const std::string& what) {
   return make_error(
       ErrorKind::kParse,
-      "event " + (e.contains("seq") ? e["seq"].dump() : std::string("?")) + ": " + what);
+      "event " + (e.contains("seq") ? core::json_text(e["seq"]) : std::string("?")) + ": " + what);
 }
 
 template <typename T>
@@ -278,7 +279,7 @@ core::Status EventLogWriter::append(const std::string& type, json fields, double
   fields["seq"] = seq_;
   fields["time"] = time;
   fields["type"] = type;
-  const std::string line = fields.dump() + "\n";
+  const std::string line = core::json_text(fields) + "\n";
   std::size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);

@@ -1,4 +1,5 @@
 #include "grpo/supervise/node_health.h"
+#include "grpo/core/json_text.h"
 #include "grpo/io/files.h"
 
 #include <sys/statvfs.h>
@@ -137,13 +138,12 @@ std::uint64_t newest_checkpoint_bytes(const fs::path& run_dir) {
 }
 
 std::string finding_line(const HealthFinding& f) {
-  return json{{"health", "unhealthy"}, {"node", f.node}, {"check", f.check}, {"detail", f.detail}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+  return core::json_text(
+      json{{"health", "unhealthy"}, {"node", f.node}, {"check", f.check}, {"detail", f.detail}});
 }
 
 std::string done_line(const std::string& node, bool healthy) {
-  return json{{"health", "done"}, {"node", node}, {"healthy", healthy}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+  return core::json_text(json{{"health", "done"}, {"node", node}, {"healthy", healthy}});
 }
 
 std::vector<HealthFinding> read_health_answers(const std::vector<std::string>& nodes,

@@ -1,4 +1,5 @@
 #include "grpo/supervise/verl_engine.h"
+#include "grpo/core/json_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -203,7 +204,7 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
   for (auto& ev : events) {
     auto* out = std::get_if<RankOutput>(&ev);
     if (out == nullptr || parse_event_line(out->line)) continue;
-    if (auto step = parse_verl_step_line(out->line)) out->line = step->dump();
+    if (auto step = parse_verl_step_line(out->line)) out->line = core::json_text(*step);
   }
   const double now =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -223,7 +224,7 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
           {"reason", "verl"}};
       // Before the attempt's end: the checkpoint belongs to the attempt.
       events.insert(exit_at, AttemptEvent{std::in_place_type<RankOutput>,
-                                          RankOutput{0, e.dump(), std::nullopt}});
+                                          RankOutput{0, core::json_text(e), std::nullopt}});
     }
   }
   if (ended) watching_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "grpo/core/json_text.h"
 #include "grpo/core/overloaded.h"
 
 namespace grpo::supervise {
@@ -159,7 +160,7 @@ core::Result<std::vector<AttemptEvent>> SimulatedRunner::poll(double timeout_s) 
                 newest_step_ = std::max(newest_step_, e.event.value("step", std::int64_t{0}));
               }
               out.emplace_back(std::in_place_type<RankOutput>,
-                               RankOutput{p.rank, e.event.dump(), std::nullopt});
+                               RankOutput{p.rank, core::json_text(e.event), std::nullopt});
             },
             [&](const SimExit& x) {
               alive_[r] = false;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "grpo/bootstrap/bootstrap.h"
+#include "grpo/core/json_text.h"
 
 extern char** environ;
 
@@ -322,7 +323,7 @@ int run(int timeout_s) {
   if (listener) line["rendezvous_bind"] = listener->bind;
   if (!world.pmix_fallback_reason.empty())
     line["pmix_fallback_reason"] = world.pmix_fallback_reason;
-  std::cout << line.dump() << std::endl;
+  std::cout << grpo::core::json_text(line) << std::endl;
   return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "grpo/tokenizer/stream.h"
+#include "grpo/core/json_text.h"
 
 #include <istream>
 #include <ostream>
@@ -35,12 +36,12 @@ core::Result<std::string> one_line(const Tokenizer& t, const StreamOptions& o,
   if (o.mode == StreamMode::kChat) {
     GRPO_TRY(const auto messages, chat_messages_from_json(line));
     GRPO_TRY(const auto ids, t.encode_chat(messages, o.chat));
-    return json(ids).dump();
+    return core::json_text(json(ids));
   }
   GRPO_TRY(const json j, parse_json_line(line));
   if (o.mode == StreamMode::kEncode) {
     if (!j.is_string()) return make_error(ErrorKind::kWrongType, "expected a JSON string");
-    return json(t.encode(j.get_ref<const std::string&>())).dump();
+    return core::json_text(json(t.encode(j.get_ref<const std::string&>())));
   }
   if (!j.is_array()) return make_error(ErrorKind::kWrongType, "expected a JSON list of ids");
   std::vector<TokenId> ids;
@@ -54,7 +55,7 @@ core::Result<std::string> one_line(const Tokenizer& t, const StreamOptions& o,
     ids.push_back(j[i].get<TokenId>());
   }
   GRPO_TRY(const std::string text, t.decode(ids, o.skip_special));
-  return json(text).dump();
+  return core::json_text(json(text));
 }
 
 }  // namespace
