@@ -51,6 +51,32 @@ TEST(Report, EmptyLogGivesFramesThatSaySo) {
   EXPECT_NE(r.html.find("</html>"), std::string::npos);
 }
 
+// Values that differ by less than an axis step's float resolution: 1e17 and 1e17 + 16 (the next
+// doubles) put ticks 5 apart on an axis where adding 5 changes nothing. The tick loop once never
+// ended (growing until memory ran out); now each axis has at most a fixed number of ticks.
+TEST(Report, AxisBelowTheFloatResolutionEnds) {
+  std::vector<nlohmann::json> events;
+  const double values[] = {1e17, 1e17 + 16, 1e300, -1e300};
+  for (int i = 0; i < 4; ++i) {
+    events.push_back({{"type", "step"},
+                      {"source", "trainer"},
+                      {"attempt", 1},
+                      {"rank", 0},
+                      {"step", i < 2 ? i + 1 : 1'000'000'000'000'000 + i},
+                      {"loss", values[i]},
+                      {"reward_mean", values[i]},
+                      {"kl", values[i]},
+                      {"step_s", 1.0},
+                      {"seq", i},
+                      {"time", 1.0 + i}});
+  }
+  const Report r = render_report(events, {"x", 0});
+  EXPECT_EQ(r.charts[1].id, "chart-loss");
+  EXPECT_LT(r.html.size(), 1u << 20);
+  // One chart's ticks: at most 4 n + 1 (n = 5 on the y axis) labels.
+  EXPECT_NE(r.html.find("</html>"), std::string::npos);
+}
+
 TEST(Report, RedoneStepsReplaceLostOnes) {
   // Steps 11 and 12 ran twice (attempt 1, then again after resuming from 10): one point each.
   const Report r = render_report(sample(), {"x", 0});
