@@ -160,6 +160,30 @@ TEST(TokenizerLoad, WrongTypesAndHugeNumbersAreErrorsNotExceptions) {
   EXPECT_EQ(t.error().where.file, "c.json");
 }
 
+// A token id sizes dense tables: ids far beyond the file's own entries are refused before any
+// table grows (a 171-byte file with an id of 2^27 - 1 once allocated 4.5 GB).
+TEST(TokenizerLoad, TokenIdsAreBoundedByTheFilesEntries) {
+  const std::string tiny =
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 134217727}, "merges": []}})";
+  auto t = Tokenizer::from_json(tiny, "", "tok.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().str(),
+            "tok.json: model.vocab[\"b\"]: token id 134217727 is far outside the vocabulary (2 "
+            "entries in model.vocab and added_tokens: ids must be below 1028)");
+  const std::string added =
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+          "added_tokens": [{"id": 100000000, "content": "<x>"}]})";
+  t = Tokenizer::from_json(added, "", "tok.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().str().find("added_tokens[0].id: token id 100000000 is far outside"),
+            std::string::npos)
+      << t.error().str();
+  // Gaps within the bound stay legal.
+  t = Tokenizer::from_json(
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1027}, "merges": []}})", "", "tok.json");
+  EXPECT_TRUE(t.ok() || t.error().str().find("token id") == std::string::npos) << t.error().str();
+}
+
 TEST(TokenizerLoad, UnsupportedPartsAreRefused) {
   const std::string base = read(kTiny / "tokenizer.json");
   const auto refuse = [&](const std::string& from, const std::string& to) {

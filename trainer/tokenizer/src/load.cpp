@@ -208,7 +208,29 @@ core::Result<bool> wants_nfc(const json& norm, const Where& w) {
                  "unsupported normalizer '" + type + "' (only NFC)");
 }
 
-core::Status read_model(const json& model, const Where& w, Tokenizer::Impl& impl) {
+// Token ids index dense tables (id_text, id_kind, id_special), so every id read from the file is
+// bounded by the number of entries model.vocab and added_tokens hold: below twice that plus 1,024
+// (room for the gaps real files have), so a table grows with the file's own lists and never from
+// one number (a 171-byte file once asked for 2^27 entries, 4.5 GB). The model's vocab_size bounds
+// them again when grpo-trainer pairs the tokenizer with a model (trainer.cpp).
+std::size_t id_limit(std::size_t entries) {
+  return 2 * entries + 1024;
+}
+
+core::Status check_id(std::int64_t id, std::size_t entries, const Where& w,
+                      const std::string& path) {
+  if (id < 0 || static_cast<std::uint64_t>(id) >= id_limit(entries)) {
+    return w.error(ErrorKind::kInvalidValue, path,
+                   "token id " + std::to_string(id) + " is far outside the vocabulary (" +
+                       std::to_string(entries) +
+                       " entries in model.vocab and added_tokens: ids must be below " +
+                       std::to_string(id_limit(entries)) + ")");
+  }
+  return core::ok_status();
+}
+
+core::Status read_model(const json& model, const Where& w, std::size_t max_ids,
+                        Tokenizer::Impl& impl) {
   if (!model.is_object()) return w.error(ErrorKind::kMissingKey, "model", "no model object");
   if (model.value("type", std::string("BPE")) != "BPE") {
     return w.error(ErrorKind::kInvalidValue, "model.type", "only BPE models are supported");
@@ -235,6 +257,8 @@ core::Status read_model(const json& model, const Where& w, Tokenizer::Impl& impl
       return w.error(ErrorKind::kWrongType, "model.vocab[\"" + spelling + "\"]",
                      "expected a token id (a non-negative integer)");
     }
+    GRPO_TRY_STATUS(
+        check_id(idj.get<std::int64_t>(), max_ids, w, "model.vocab[\"" + spelling + "\"]"));
     const auto id = idj.get<TokenId>();
     const auto u = static_cast<std::size_t>(id);
     if (u >= impl.id_text.size()) {
@@ -300,7 +324,8 @@ core::Status read_model(const json& model, const Where& w, Tokenizer::Impl& impl
   return core::ok_status();
 }
 
-core::Status read_added_tokens(const json& list, const Where& w, Tokenizer::Impl& impl) {
+core::Status read_added_tokens(const json& list, const Where& w, std::size_t max_ids,
+                               Tokenizer::Impl& impl) {
   if (list.is_null()) return core::ok_status();
   if (!list.is_array()) return w.error(ErrorKind::kWrongType, "added_tokens", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -311,6 +336,7 @@ core::Status read_added_tokens(const json& list, const Where& w, Tokenizer::Impl
         t["id"].get<std::int64_t>() > 0x7FFFFFF) {
       return w.error(ErrorKind::kWrongType, path, "expected {\"id\": int, \"content\": string}");
     }
+    GRPO_TRY_STATUS(check_id(t["id"].get<std::int64_t>(), max_ids, w, path + ".id"));
     for (const char* k : {"lstrip", "rstrip", "single_word"}) {
       if (t.value(k, false)) {
         return w.error(ErrorKind::kInvalidValue, path + "." + k, "true is not supported");
@@ -424,8 +450,14 @@ core::Result<std::shared_ptr<Tokenizer::Impl>> build_from(const json& j,
                                                           std::string_view jinja) {
   auto impl = std::make_shared<Tokenizer::Impl>();
   static const json kNull;
-  GRPO_TRY_STATUS(read_model(j.contains("model") ? j["model"] : kNull, w, *impl));
-  GRPO_TRY_STATUS(read_added_tokens(j.value("added_tokens", json()), w, *impl));
+  const json& model = j.contains("model") ? j["model"] : kNull;
+  const json added = j.value("added_tokens", json());
+  std::size_t max_ids = added.is_array() ? added.size() : 0;
+  if (model.is_object() && model.contains("vocab") && model["vocab"].is_object()) {
+    max_ids += model["vocab"].size();
+  }
+  GRPO_TRY_STATUS(read_model(model, w, max_ids, *impl));
+  GRPO_TRY_STATUS(read_added_tokens(added, w, max_ids, *impl));
   GRPO_TRY(impl->nfc, wants_nfc(j.value("normalizer", json()), w));
   GRPO_TRY(const std::string regex, split_regex(j.value("pre_tokenizer", json()), w));
   GRPO_TRY_STATUS(compile_split(regex, w, *impl));
