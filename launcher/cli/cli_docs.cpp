@@ -94,6 +94,13 @@ std::string bash_completion(const CLI::App& app) {
   s += "  \"${COMP_WORDS[0]}\" profiles 2>/dev/null | awk -v want=\"$1:\" "
        "'/^[A-Z][a-z]+:$/{f=($0==want);next} f&&NF{print $1}'\n";
   s += "}\n";
+  s += "_grpo_launch_match() {\n";
+  s += "  # The words on stdin that start with $1, as they are: never through compgen -W, which\n";
+  s += "  # expands $(...) in a word (a profile file named so would run on TAB).\n";
+  s += "  local w\n";
+  s += "  COMPREPLY=()\n";
+  s += "  while IFS= read -r w; do [[ $w == \"$1\"* ]] && COMPREPLY+=(\"$w\"); done\n";
+  s += "}\n";
   s += "_grpo_launch() {\n";
   s += "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i\n";
   s += "  for ((i = 1; i < COMP_CWORD; i++)); do\n";
@@ -101,10 +108,8 @@ std::string bash_completion(const CLI::App& app) {
        " \" in *\" ${COMP_WORDS[i]} \"*) cmd=${COMP_WORDS[i]}; break;; esac\n";
   s += "  done\n";
   s += "  case $prev in\n";
-  s += "    --profile|-p) COMPREPLY=($(compgen -W \"$(_grpo_launch_names Clusters)\" -- "
-       "\"$cur\")); return;;\n";
-  s += "    --model|-m) COMPREPLY=($(compgen -W \"$(_grpo_launch_names Models)\" -- \"$cur\")); "
-       "return;;\n";
+  s += "    --profile|-p) _grpo_launch_match \"$cur\" < <(_grpo_launch_names Clusters); return;;\n";
+  s += "    --model|-m) _grpo_launch_match \"$cur\" < <(_grpo_launch_names Models); return;;\n";
   s += "    --format|-f) COMPREPLY=($(compgen -W \"text json\" -- \"$cur\")); return;;\n";
   s += "    --output|-o|--profile-dir|--run-dir) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n";
   s += "  esac\n";

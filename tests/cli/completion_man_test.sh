@@ -38,5 +38,23 @@ grep -qx json <(complete_words status --format j) || fail "--format does not com
 [[ $(complete_words plan --profile a100x8 --model qwen3-30b-moe --set "" | wc -l) -le 1 ]] \
   || fail "a value of --set is offered completions"
 
+# A file name on the profile search path is never code: TAB runs no $(...) in it, and names outside
+# [A-Za-z0-9._-] are neither offered nor found (one line, exit 2).
+evil=$(mktemp -d)
+trap 'rm -rf "$evil"' EXIT
+mkdir -p "$evil/clusters"
+cp "$(dirname "$0")/../../profiles/clusters/local-cpu.toml" "$evil/clusters/"
+# shellcheck disable=SC2016  # the name holds the command literally
+touch "$evil/clusters/"'$(touch${IFS}pwned).toml' "$evil/clusters/"'`touch pwned2`.toml'
+offered=$(cd "$evil" && GRPO_LAUNCH_PROFILE_PATH=$evil complete_words plan --profile "")
+[[ ! -e $evil/pwned && ! -e $evil/pwned2 ]] || fail "completing --profile ran a command from a file name"
+grep -qx local-cpu <<<"$offered" || fail "--profile does not complete local-cpu from the search path"
+grep -q touch <<<"$offered" && fail "a profile name outside [A-Za-z0-9._-] is offered: $offered"
+# shellcheck disable=SC2016
+err=$(GRPO_LAUNCH_PROFILE_PATH=$evil "$bin" plan -p '$(touch${IFS}pwned)' -m tiny-dense 2>&1 >/dev/null)
+code=$?
+[[ $code == 2 && $(wc -l <<<"$err") == 1 && $err == *"may hold only letters"* ]] ||
+  fail "a profile name with \$(...): exit $code, want 2 and one line: $err"
+
 if ((failures)); then echo "$failures failure(s)"; exit 1; fi
 echo "completion and man page checks passed"

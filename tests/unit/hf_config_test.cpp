@@ -320,6 +320,40 @@ TEST(HfConfig, BadJsonIsOneLineWithLineAndColumn) {
   EXPECT_NE(big.error().str().find("number overflow"), std::string::npos) << big.error().str();
 }
 
+// Sizes within each key's bounds whose products pass int64: refused as too large, never shown as a
+// wrapped small count (a 1.8e19-parameter model once planned as "5.4B").
+TEST(HfConfig, ParameterCountsAtTheLimits) {
+  // Dense Qwen3 at h = f = V = 2^18, 2,048 query and KV heads of 128 (q = kv = 2^18), L layers.
+  // By hand: per layer q/k/v/o 4 h^2 + q/k norms 2 x 128 + SwiGLU 3 h f + 2 RMSNorms 2 h
+  //   = 7 x 2^36 + 524,544; plus embedding and untied head 2 V h = 2^37 and the final norm h.
+  //   L = 2,048: 7 x 2^47 + 2^11 x 524,544 + 2^37 + 2^18 = 985,300,931,969,024 (< 2^50: planned);
+  //   L = 2,400: 1.15e15 (> 2^50 = 1.126e15: refused).
+  const auto config = [](int layers) {
+    return R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 262144,
+               "intermediate_size": 262144, "vocab_size": 262144, "num_attention_heads": 2048,
+               "num_key_value_heads": 2048, "head_dim": 128, "num_hidden_layers": )" +
+           std::to_string(layers) + "}";
+  };
+  auto at = model_from_hf_config(config(2048), "c.json", "c");
+  ASSERT_TRUE(at.ok()) << at.error().str();
+  EXPECT_EQ(count_params(*at).total(), 985'300'931'969'024);
+  auto over = model_from_hf_config(config(2400), "c.json", "c");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().str(),
+            "c.json: the model is too large: 1154625907286016 parameters from these sizes (at "
+            "most 2^50 = 1,125,899,906,842,624 are planned)");
+  // Every size at its bound: the routed experts alone are 4,096 x 65,536 x 3 x 2^48, past int64.
+  auto wraps = model_from_hf_config(
+      R"({"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 16777216,
+          "num_hidden_layers": 4096, "num_experts": 65536, "num_experts_per_tok": 8,
+          "moe_intermediate_size": 16777216, "num_attention_heads": 64,
+          "num_key_value_heads": 4, "head_dim": 128})",
+      "c.json", "c");
+  ASSERT_FALSE(wraps.ok());
+  EXPECT_NE(wraps.error().str().find("more than 9.2e18 parameters"), std::string::npos)
+      << wraps.error().str();
+}
+
 // --model DIR: the launcher's search-path provider (and grpo-trainer's, which shares
 // io::hf_config_path) reads the directory's config.json through core::load_model.
 TEST(HfConfig, LoadModelTakesAHuggingFaceDirectory) {

@@ -310,10 +310,19 @@ Result<ModelSpec> model_from_toml(const TomlValue& doc) {
     GRPO_TRY_STATUS(v.finish());
   }
   GRPO_TRY_STATUS(r.finish());
+  GRPO_TRY_STATUS(check_model_size(m, r.where("name").file));
   return m;
 }
 
 }  // namespace
+
+bool is_catalog_name(std::string_view name) {
+  if (name.empty() || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
 
 std::string_view to_string(CatalogKind kind) {
   return kind == CatalogKind::kCluster ? "cluster profile" : "model";

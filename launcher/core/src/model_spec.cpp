@@ -1,50 +1,100 @@
 #include "grpo/core/model_spec.h"
 
+#include <limits>
+
 namespace grpo::core {
 
+// The counts below are products of sizes read from files (up to 2^24 each): they saturate at
+// INT64_MAX instead of wrapping, so check_model_size sees a too-large model as too large (a
+// wrapped 1.8e19 once showed as "5.4B").
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
+namespace {
+std::int64_t mul3(std::int64_t a, std::int64_t b, std::int64_t c) {
+  return sat_mul(sat_mul(a, b), c);
+}
+}  // namespace
+
 std::int64_t swiglu_params(std::int64_t hidden, std::int64_t ffn) {
-  return 3 * hidden * ffn;
+  return mul3(3, hidden, ffn);
 }
 
 std::int64_t attention_params_per_layer(const ModelSpec& s) {
-  const std::int64_t q = s.q_width();
-  const std::int64_t kv = s.kv_width();
-  std::int64_t n = s.hidden_size * q + 2 * s.hidden_size * kv + q * s.hidden_size;
-  if (s.qkv_bias) n += q + 2 * kv;
-  if (s.qk_norm) n += 2 * s.head_dim;
+  const std::int64_t q = sat_mul(s.num_attention_heads, s.head_dim);
+  const std::int64_t kv = sat_mul(s.num_kv_heads, s.head_dim);
+  std::int64_t n = sat_add(sat_mul(s.hidden_size, q), mul3(2, s.hidden_size, kv));
+  n = sat_add(n, sat_mul(q, s.hidden_size));
+  if (s.qkv_bias) n = sat_add(n, sat_add(q, sat_mul(2, kv)));
+  if (s.qk_norm) n = sat_add(n, sat_mul(2, s.head_dim));
   return n;
 }
 
 std::int64_t moe_params_per_layer(const ModelSpec& s) {
   if (!s.is_moe()) return 0;
-  std::int64_t n = s.hidden_size * s.num_experts;  // router
-  n += s.num_experts * swiglu_params(s.hidden_size, s.moe_ffn_hidden_size);
-  n += s.num_shared_experts * swiglu_params(s.hidden_size, s.shared_expert_ffn_hidden_size);
-  if (s.num_shared_experts > 0 && s.shared_expert_gate) n += s.hidden_size;
+  std::int64_t n = sat_mul(s.hidden_size, s.num_experts);  // router
+  n = sat_add(n, sat_mul(s.num_experts, swiglu_params(s.hidden_size, s.moe_ffn_hidden_size)));
+  n = sat_add(n, sat_mul(s.num_shared_experts,
+                         swiglu_params(s.hidden_size, s.shared_expert_ffn_hidden_size)));
+  if (s.num_shared_experts > 0 && s.shared_expert_gate) n = sat_add(n, s.hidden_size);
   return n;
+}
+
+std::int64_t ParamCounts::total() const {
+  std::int64_t n = 0;
+  for (std::int64_t part : {embedding, lm_head, attention, dense_mlp, router, routed_experts,
+                            shared_experts, norms, vision}) {
+    n = sat_add(n, part);
+  }
+  return n;
+}
+
+Status check_model_size(const ModelSpec& spec, std::string_view file) {
+  const std::int64_t total = count_params(spec).total();
+  if (total > kMaxModelParams) {
+    return make_error(
+        ErrorKind::kInvalidValue,
+        "the model is too large: " +
+            (total == std::numeric_limits<std::int64_t>::max() ? std::string("more than 9.2e18")
+                                                               : std::to_string(total)) +
+            " parameters from these sizes (at most 2^50 = 1,125,899,906,842,624 are planned)",
+        SourceLocation{std::string(file), 0, 0});
+  }
+  return ok_status();
 }
 
 std::int64_t ParamCounts::active(const ModelSpec& spec) const {
   if (!spec.is_moe() || spec.num_experts == 0) return total();
-  return total() - routed_experts + routed_experts * spec.experts_per_token / spec.num_experts;
+  // routed x k / E without the product: routed = q E + r gives q k + r k / E (k <= E).
+  const std::int64_t q = routed_experts / spec.num_experts, r = routed_experts % spec.num_experts;
+  const std::int64_t scaled =
+      q * spec.experts_per_token + r * spec.experts_per_token / spec.num_experts;
+  return total() - routed_experts + scaled;
 }
 
 ParamCounts count_params(const ModelSpec& s) {
   ParamCounts c;
-  c.embedding = s.vocab_size * s.hidden_size;
-  c.lm_head = s.tied_embeddings ? 0 : s.vocab_size * s.hidden_size;
-  c.attention = s.num_layers * attention_params_per_layer(s);
-  c.dense_mlp = s.dense_layers() * swiglu_params(s.hidden_size, s.ffn_hidden_size);
+  c.embedding = sat_mul(s.vocab_size, s.hidden_size);
+  c.lm_head = s.tied_embeddings ? 0 : c.embedding;
+  c.attention = sat_mul(s.num_layers, attention_params_per_layer(s));
+  c.dense_mlp = sat_mul(s.dense_layers(), swiglu_params(s.hidden_size, s.ffn_hidden_size));
   if (s.is_moe()) {
     const std::int64_t layers = s.moe_layers();
-    c.router = layers * s.hidden_size * s.num_experts;
-    c.routed_experts = layers * s.num_experts * swiglu_params(s.hidden_size, s.moe_ffn_hidden_size);
-    c.shared_experts =
-        layers *
-        (s.num_shared_experts * swiglu_params(s.hidden_size, s.shared_expert_ffn_hidden_size) +
-         (s.num_shared_experts > 0 && s.shared_expert_gate ? s.hidden_size : 0));
+    c.router = mul3(layers, s.hidden_size, s.num_experts);
+    c.routed_experts =
+        mul3(layers, s.num_experts, swiglu_params(s.hidden_size, s.moe_ffn_hidden_size));
+    c.shared_experts = sat_mul(
+        layers, sat_add(sat_mul(s.num_shared_experts,
+                                swiglu_params(s.hidden_size, s.shared_expert_ffn_hidden_size)),
+                        s.num_shared_experts > 0 && s.shared_expert_gate ? s.hidden_size : 0));
   }
-  c.norms = s.num_layers * 2 * s.hidden_size + s.hidden_size;
+  c.norms = sat_add(mul3(s.num_layers, 2, s.hidden_size), s.hidden_size);
   c.vision = s.vision.params;
   return c;
 }

@@ -152,6 +152,12 @@ core::Result<core::SourceFile> DirectorySourceProvider::find(CatalogKind kind,
     return core::make_error(core::ErrorKind::kNotFound,
                             "empty " + std::string(core::to_string(kind)) + " name");
   }
+  if (!looks_like_path(name) && !core::is_catalog_name(name)) {
+    return core::make_error(core::ErrorKind::kInvalidValue,
+                            std::string(core::to_string(kind)) + " name '" +
+                                core::escape_controls(name) +
+                                "' may hold only letters, digits, '.', '_' and '-'");
+  }
   const auto path = locate(kind, name);
   if (!path) {
     if (looks_like_path(name)) {
@@ -179,7 +185,8 @@ std::vector<std::string> DirectorySourceProvider::names(CatalogKind kind) const 
     const fs::path d = dir / subdir(kind);
     if (!fs::is_directory(d, ec)) continue;
     for (const auto& entry : fs::directory_iterator(d, ec)) {
-      if (entry.path().extension() == ".toml") out.insert(entry.path().stem().string());
+      const std::string stem = entry.path().stem().string();
+      if (entry.path().extension() == ".toml" && core::is_catalog_name(stem)) out.insert(stem);
     }
   }
   return {out.begin(), out.end()};

@@ -17,6 +17,11 @@ namespace grpo::core {
 enum class CatalogKind { kCluster, kModel };
 std::string_view to_string(CatalogKind kind);
 
+// Whether `name` may name a profile or model on the search path: letters, digits, '.', '_' and
+// '-', not starting with '.'. Other files there are neither listed nor found: their names reach
+// shells (completion, scripts), where $(...) or a newline would be code (docs/security.md).
+bool is_catalog_name(std::string_view name);
+
 struct SourceFile {
   std::string path;  // shown in error messages
   std::string text;

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "grpo/core/result.h"
 
 namespace grpo::core {
 
@@ -70,10 +73,7 @@ struct ParamCounts {
   std::int64_t norms = 0;           // per-layer RMSNorms and the final norm
   std::int64_t vision = 0;          // vision tower
 
-  std::int64_t total() const {
-    return embedding + lm_head + attention + dense_mlp + router + routed_experts + shared_experts +
-           norms + vision;
-  }
+  std::int64_t total() const;  // saturates at INT64_MAX (see check_model_size)
   // Parameters touched per token: routed experts scaled to experts_per_token of num_experts.
   std::int64_t active(const ModelSpec& spec) const;
   // Everything that is not a routed expert (replicated across expert-parallel ranks).
@@ -85,6 +85,19 @@ std::int64_t attention_params_per_layer(const ModelSpec& spec);
 std::int64_t swiglu_params(std::int64_t hidden, std::int64_t ffn);
 std::int64_t moe_params_per_layer(const ModelSpec& spec);  // router + experts + shared
 
+// Every count saturates at INT64_MAX instead of overflowing.
 ParamCounts count_params(const ModelSpec& spec);
+
+// The largest model planned: 2^50 parameters (about 500 times the largest published checkpoint),
+// so that parameters times bytes per parameter, per-layer sums and the memory model's products
+// stay far inside int64 and double's exact integers.
+inline constexpr std::int64_t kMaxModelParams = std::int64_t{1} << 50;
+// Refuses a spec whose parameter count is above kMaxModelParams (every reader of a model file
+// calls it before anything multiplies its sizes). Errors: kInvalidValue, at `file`.
+Status check_model_size(const ModelSpec& spec, std::string_view file);
+
+// a * b and a + b, saturating at INT64_MAX (non-negative sizes).
+std::int64_t sat_mul(std::int64_t a, std::int64_t b);
+std::int64_t sat_add(std::int64_t a, std::int64_t b);
 
 }  // namespace grpo::core
