@@ -59,5 +59,16 @@ TEST(Text, Formatting) {
   EXPECT_EQ(format_count(768e6), "768M");
 }
 
+// Rank-supplied text on a terminal: what the terminal would act on is shown, not sent.
+TEST(Text, EscapeControlsShowsWhatATerminalWouldActOn) {
+  EXPECT_EQ(escape_controls("plain text, ü and 漢字"), "plain text, ü and 漢字");
+  EXPECT_EQ(escape_controls("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
+  EXPECT_EQ(escape_controls("a\nb\tc\rd\x7f"), "a\\x0ab\\x09c\\x0dd\\x7f");
+  EXPECT_EQ(escape_controls("a\nb\tc\r", true), "a\nb\tc\\x0d");
+  EXPECT_EQ(escape_controls("\xc2\x9b31m"), "\\u009b31m");  // C1 CSI
+  EXPECT_EQ(escape_controls("\xc2\xa0"), "\xc2\xa0");       // U+00A0 is printable
+  EXPECT_EQ(escape_controls("bad \xff\xfe"), "bad \\xff\\xfe");
+}
+
 }  // namespace
 }  // namespace grpo::core

@@ -50,6 +50,45 @@ int utf8_sequence_at(std::string_view s, std::size_t i) {
   return need + 1;
 }
 
+std::string escape_controls(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  const auto hex = [&](const char* prefix, unsigned v, int digits) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%s%0*x", prefix, digits, v);
+    out += buf;
+  };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if ((c == '\n' || c == '\t') && keep_newlines) {
+        out += static_cast<char>(c);
+      } else if (c < 0x20 || c == 0x7f) {
+        hex("\\x", c, 2);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const int n = utf8_sequence_at(s, i);
+    if (n < 0) {  // each byte of an ill-formed subpart, visibly
+      for (int k = 0; k < -n; ++k) hex("\\x", static_cast<unsigned char>(s[i + k]), 2);
+      i += static_cast<std::size_t>(-n);
+      continue;
+    }
+    const auto b1 = static_cast<unsigned char>(n > 1 ? s[i + 1] : 0);
+    if (n == 2 && c == 0xc2 && b1 < 0xa0) {  // U+0080..U+009F: the C1 controls (CSI is U+009B)
+      hex("\\u", b1, 4);
+    } else {
+      out.append(s.substr(i, static_cast<std::size_t>(n)));
+    }
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
 std::size_t first_invalid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {

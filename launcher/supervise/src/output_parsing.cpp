@@ -133,17 +133,35 @@ std::optional<std::variant<RankExit, RunnerNote>> parse_srun_message(std::string
   return std::nullopt;
 }
 
-std::optional<std::string> LabelJoiner::add(int rank, std::string_view text) {
+std::vector<std::string> LabelJoiner::add(int rank, std::string_view text) {
+  std::vector<std::string> out;
   auto it = pending_.find(rank);
+  // A whole line of exactly k x 1 KiB whose empty rest did not come before the next line: JSON
+  // never holds "}{", so a held '}' and a new '{' are two telemetry lines, not one.
+  if (it != pending_.end() && !text.empty() && text.front() == '{' && !it->second.empty() &&
+      it->second.back() == '}') {
+    out.push_back(std::move(it->second));
+    pending_.erase(it);
+    it = pending_.end();
+  }
   if (text.size() == kSrunPieceBytes) {
     if (it == pending_.end()) it = pending_.emplace(rank, std::string()).first;
     it->second += text;
-    return std::nullopt;
+    // A rank that never ends its line (a progress bar redrawn with \r): what is held goes out
+    // as a line at the cap, as LineBuffer cuts a long line, instead of growing for the whole run.
+    if (it->second.size() >= kMaxJoinedLine) {
+      out.push_back(std::move(it->second));
+      pending_.erase(it);
+    }
+    return out;
   }
-  if (it == pending_.end()) return std::string(text);
-  std::string line = std::move(it->second);
+  if (it == pending_.end()) {
+    out.emplace_back(text);
+    return out;
+  }
+  out.push_back(std::move(it->second) + std::string(text));
   pending_.erase(it);
-  return line += text;
+  return out;
 }
 
 std::vector<std::pair<int, std::string>> LabelJoiner::flush() {

@@ -98,8 +98,8 @@ void SrunRunner::drain(std::vector<AttemptEvent>& events) {
     const bool open = out_.read_from(srun_->out_fd(), lines);
     for (const auto& l : lines) {
       if (auto lab = parse_label(l)) {
-        if (auto line = out_pieces_.add(lab->rank, lab->text)) {
-          rank_output(lab->rank, std::move(*line), events);
+        for (auto& line : out_pieces_.add(lab->rank, lab->text)) {
+          rank_output(lab->rank, std::move(line), events);
         }
       } else {
         write_line(srun_log_, l);
@@ -123,7 +123,7 @@ void SrunRunner::drain(std::vector<AttemptEvent>& events) {
         continue;
       }
       if (auto lab = parse_label(l)) {
-        if (auto line = err_pieces_.add(lab->rank, lab->text)) rank_log(lab->rank, *line);
+        for (const auto& line : err_pieces_.add(lab->rank, lab->text)) rank_log(lab->rank, line);
         continue;
       }
       write_line(srun_log_, l);

@@ -24,6 +24,12 @@ int utf8_sequence_at(std::string_view s, std::size_t i);
 // The offset of the first byte of `s` that is not well-formed UTF-8; npos when all of it is.
 std::size_t first_invalid_utf8(std::string_view s);
 
+// `s` made safe to print on a terminal: what a terminal would act on is shown instead, so text
+// that ranks, programs or files supplied cannot move the cursor, set the title or recolour the
+// screen. C0 controls and DEL become \xNN (newline and tab stay when `keep_newlines`), the C1
+// controls U+0080..U+009F become \u00NN, and bytes that are not UTF-8 become \xNN.
+std::string escape_controls(std::string_view s, bool keep_newlines = false);
+
 // Levenshtein distance (insert, delete, substitute each cost 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

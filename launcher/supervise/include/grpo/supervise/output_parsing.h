@@ -32,11 +32,18 @@ std::optional<Labelled> parse_label(std::string_view line);
 // (observed with Slurm 22.05 on the test cluster; docs/supervisor.md "Limits").
 inline constexpr std::size_t kSrunPieceBytes = 1024;
 
-// Rejoins each rank's pieces (pieces of different ranks may interleave).
+// The most a joined line holds: a rank's line that never ends (a progress bar redrawn with \r
+// comes out as 1 KiB pieces for the whole run) is delivered in parts of this size.
+inline constexpr std::size_t kMaxJoinedLine = std::size_t{1} << 20;
+
+// Rejoins each rank's pieces (pieces of different ranks may interleave). A held piece ending in
+// '}' followed by a piece starting with '{' is two lines (a telemetry line of exactly k x 1 KiB
+// whose empty rest srun did not print between them: "}{" is never inside JSON).
 class LabelJoiner {
  public:
-  // A labelled piece of `rank`; the rank's whole line once it is complete, else nullopt.
-  std::optional<std::string> add(int rank, std::string_view text);
+  // A labelled piece of `rank`; the rank's lines it completes (none, one, or two: a held line
+  // and the new one), in order.
+  std::vector<std::string> add(int rank, std::string_view text);
   // The pieces still waiting for their rest (the output ended), as lines, by rank.
   std::vector<std::pair<int, std::string>> flush();
 
