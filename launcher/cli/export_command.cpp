@@ -24,7 +24,6 @@
 #include "grpo/core/toml_reader.h"
 #include "grpo/io/checkpoint_files.h"
 #include "grpo/io/files.h"
-#include "grpo/io/mapped_file.h"
 #include "grpo/io/profile_store.h"
 
 namespace grpo::cli {
@@ -57,7 +56,7 @@ core::Result<Source> find_checkpoint(const fs::path& run_dir, std::optional<std:
       return make_error(ErrorKind::kNotFound,
                         "no checkpoint of step " + std::to_string(*step) + " in " + root.string());
     }
-    auto v = io::verify_checkpoint(dir);
+    auto v = io::verify_checkpoint(dir, io::KeepMapped::kYes);
     if (!v.ok()) {
       return make_error(v.error().kind, dir.string() + ": does not verify: " + v.error().message);
     }
@@ -73,7 +72,7 @@ core::Result<Source> find_checkpoint(const fs::path& run_dir, std::optional<std:
   for (const fs::path& dir : candidates) {
     const std::int64_t s = io::checkpoint_step(dir.filename().string()).value_or(0);
     if (best && s <= best->step) continue;
-    auto v = io::verify_checkpoint(dir);
+    auto v = io::verify_checkpoint(dir, io::KeepMapped::kYes);
     if (v.ok()) {
       best = std::move(v).value();
     } else {
@@ -158,7 +157,7 @@ core::Status check_tensors(const core::SafetensorsHeader& header,
 }
 
 // One shard file: header, then each tensor converted from fp32 to `dtype`.
-std::string shard_bytes(const io::MappedFile& model, const core::SafetensorsHeader& header,
+std::string shard_bytes(std::string_view model, const core::SafetensorsHeader& header,
                         const std::map<std::string, const core::SafetensorsEntry*>& by_name,
                         const std::vector<std::string>& names, core::TensorDtype dtype) {
   std::vector<std::string> sorted = names;  // safetensors orders a file's tensors by name
@@ -177,7 +176,7 @@ std::string shard_bytes(const io::MappedFile& model, const core::SafetensorsHead
   std::string out = core::safetensors_header_bytes(entries);
   const std::size_t data_start = out.size();
   out.resize(data_start + offset);
-  const char* src_base = model.bytes().data() + header.data_start;
+  const char* src_base = model.data() + header.data_start;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const core::SafetensorsEntry& src = *by_name.at(sorted[i]);
     const char* from = src_base + src.begin;
@@ -243,10 +242,16 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
   }
   const std::optional<fs::path> hf_config = io::hf_config_path(model);
 
+  // The bytes the checkpoint's SHA-256 was checked over (the mapping verify_checkpoint kept),
+  // never a second read of the file: what is exported is what was verified.
   const fs::path model_file = ckpt.dir / "model.safetensors";
-  GRPO_TRY(io::MappedFile mapped, io::MappedFile::open(model_file));
+  const std::string_view model_bytes = ckpt.bytes("model.safetensors");
+  if (model_bytes.empty()) {
+    return make_error(ErrorKind::kInvalidValue,
+                      ckpt.dir.string() + ": the manifest lists no model.safetensors");
+  }
   GRPO_TRY(const core::SafetensorsHeader header,
-           core::parse_safetensors_header(mapped.bytes(), model_file.string()));
+           core::parse_safetensors_header(model_bytes, model_file.string()));
   const std::vector<core::HfParameter> params = core::hf_parameters(*spec);
   GRPO_TRY_STATUS(check_tensors(header, params, model_file.string(), spec->tied_embeddings));
   const core::HfArchitecture arch = core::hf_architecture(*spec);
@@ -299,7 +304,7 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
   for (std::size_t f = 0; f < plan.files.size(); ++f) {
     std::vector<std::string> names;
     for (std::size_t i : plan.members[f]) names.push_back(tensors[i].name);
-    const std::string bytes = shard_bytes(mapped, header, by_name, names, dtype);
+    const std::string bytes = shard_bytes(model_bytes, header, by_name, names, dtype);
     GRPO_TRY_STATUS(io::write_file_atomic(tmp.path / plan.files[f], bytes));
   }
   if (fs::is_directory(out_dir, ec)) fs::remove(out_dir, ec);  // empty (checked above)

@@ -282,6 +282,9 @@ std::map<std::string, std::string> run_dir_files(const Prepared& p) {
        core::json_text(supervise::supervisor_config_to_json(p.supervisor), 2) + "\n"},
   };
   if (!p.script.empty()) files["job.sbatch"] = p.script;
+  // The ranks' rendezvous secret (0600 like every file here; grpo-trainer reads it from
+  // --run-dir; docs/security.md).
+  files[io::kRendezvousSecretFile] = io::new_secret() + "\n";
   return files;
 }
 

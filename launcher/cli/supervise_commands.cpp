@@ -174,7 +174,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   std::unique_ptr<slurm::LibSlurm> lib;
   slurm::PosixProcessRunner processes;
   if (local) {
-    // Standby ranks only for grpo-trainer, which knows GRPO_STANDBY.
+    // Standby ranks only for grpo-trainer, which knows --standby.
     runner = std::make_unique<supervise::LocalRunner>(r.config.contract ==
                                                       supervise::TrainerContract::kEmbedded);
     job = std::make_unique<supervise::LocalJobControl>();

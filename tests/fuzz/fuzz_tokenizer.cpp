@@ -2,7 +2,9 @@
 // First byte even: the rest is text for a fixed tokenizer with all 256 bytes, a few merges and two
 // added tokens; encoding must give ids in range and, for valid UTF-8 already in NFC, decode must
 // give the text back. First byte odd: the rest is tokenizer.json, a NUL, then text; a file that
-// loads must encode and decode that text without a crash. Errors must be one line.
+// loads must encode and decode that text without a crash, and its id tables grow with the file,
+// never from one number in it (at most 2 x the file's size + 1,024 ids: every entry takes bytes
+// of the file; docs/security.md). Errors must be one line.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -84,6 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (t.error().str().find('\n') != std::string::npos) __builtin_trap();
     return 0;
   }
+  if (t->vocab_size() > 2 * json.size() + 1024) __builtin_trap();
   check_encode(*t, text, false);
   return 0;
 }

@@ -40,8 +40,8 @@ overrides=(
   trainer.default_local_dir=ckpt
 )
 first_resume_mode=disable
-ray=${GRPO_RAY:-ray}
-srun=${GRPO_SRUN:-srun}
+ray=ray
+srun=srun
 attempt=${GRPO_ATTEMPT:-1}
 log() { echo "grpo-launch verl: $*" >&2; }
 # Telemetry for the supervisor (docs/telemetry.md) on stdout: `done` when the driver finished

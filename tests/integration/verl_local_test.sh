@@ -52,7 +52,7 @@ case $mode in
     export GRPO_VERL_END_TIME=$(($(date +%s) + 60))
     ;;
   nodes)
-    export GRPO_VERL_NODES="n1 n2" SLURMD_NODENAME=n1 GRPO_SRUN=$standin/bin/srun
+    export GRPO_VERL_NODES="n1 n2" SLURMD_NODENAME=n1  # srun: the stand-in, first on PATH
     export GRPO_STANDIN_WORKER_EXIT_AT_STEP=3
     ;;
 esac

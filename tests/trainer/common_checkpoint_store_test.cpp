@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
 
 #include "grpo/io/files.h"
 #include "grpo/trainer/checkpoint_store.h"
@@ -168,6 +171,50 @@ TEST_F(StoreTest, AVerifiedMappingKeepsTheBytesItHashed) {
   ASSERT_TRUE(io::write_file_synced(tmp, "second version!").ok());
   fs::rename(tmp, d / "model.bin");
   EXPECT_EQ(info->bytes("model.bin"), "first version");
+}
+
+// Checkpoints are the owner's alone (docs/supervisor.md): files 0600, folders 0700.
+TEST_F(StoreTest, CheckpointsAreTheOwnersAlone) {
+  CheckpointStore s(root_);
+  const fs::path dir = save(s, 10, "weights");
+  const auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 0777;
+  };
+  EXPECT_EQ(mode(root_), 0700u);
+  EXPECT_EQ(mode(dir), 0700u);
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(mode(e.path()), 0600u) << e.path();
+  EXPECT_EQ(mode(root_ / "latest"), 0600u);
+}
+
+// Saving a step again (a restarted attempt redoes it) swaps the new checkpoint in: at every
+// moment one of the two is in place. Before, the old one was deleted first and a crash (or a
+// failed rename) in between lost the step; a watcher saw the directory missing.
+TEST_F(StoreTest, ReplacingAStepNeverLeavesItMissing) {
+  CheckpointStore s(root_);
+  const fs::path dir = save(s, 10, std::string(1 << 20, 'a'));
+  std::atomic<bool> done{false};
+  std::atomic<int> missing{0}, looks{0};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      std::error_code ec;
+      if (!fs::exists(dir / "manifest.json", ec)) ++missing;
+      ++looks;
+    }
+  });
+  for (int i = 0; i < 20; ++i) save(s, 10, std::string(1 << 20, static_cast<char>('b' + i)));
+  done = true;
+  watcher.join();
+  EXPECT_GT(looks.load(), 0);
+  EXPECT_EQ(missing.load(), 0);
+  auto info = s.verify(dir);
+  ASSERT_TRUE(info.ok()) << info.error().str();
+  EXPECT_EQ(info->bytes("model.bin"), std::string(1 << 20, static_cast<char>('b' + 19)));
+  // Nothing of the swaps is left beside the checkpoints.
+  for (const auto& e : fs::directory_iterator(root_)) {
+    EXPECT_TRUE(e.path().filename() == "latest" || e.path() == dir) << e.path();
+  }
 }
 
 }  // namespace

@@ -300,6 +300,16 @@ def check_errors(launch, trainer, work):
     run = export(launch, base / "run", base / "empty-out")
     report(run.returncode == 0 and (base / "empty-out" / "model.safetensors").exists(),
            "an existing empty output directory is filled")
+    # What is exported is what was verified: a manifest that does not list model.safetensors
+    # verifies (its listed files do) but the unlisted file is not exported unchecked (it was,
+    # from a second read of the file).
+    shutil.copytree(base / "run", base / "unlisted")
+    manifest = base / "unlisted" / "checkpoints" / "step_00000001" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    del m["files"]["model.safetensors"]
+    manifest.write_text(json.dumps(m, indent=2) + "\n")
+    one_line(export(launch, base / "unlisted", base / "out"), 2,
+             "the manifest lists no model.safetensors", "model.safetensors not in the manifest")
     model = base / "run" / "checkpoints" / "step_00000001" / "model.safetensors"
     data = bytearray(model.read_bytes())
     data[-1] ^= 0x01  # one bit of the last weight

@@ -5,6 +5,7 @@
 
 #include <csignal>
 
+#include "grpo/io/files.h"
 #include "process_helpers.h"
 
 namespace grpo::trainer::testing {
@@ -86,6 +87,36 @@ TEST(TrainerProcess, StrayGrpoFaultEnvironmentIsIgnored) {
   EXPECT_TRUE(r[0].of_type("fault_injected").empty());
   EXPECT_NE(r[0].stderr_text.find("GRPO_FAULT=exit@step=2,code=9 is ignored"), std::string::npos)
       << r[0].stderr_text;
+  fs::remove_all(d);
+}
+
+// GRPO_STANDBY=1 in the environment once made grpo-trainer wait for a "go" on stdin and, at its
+// end, exit 0 without training: a production run reported success with no step. A standby is
+// now `grpo-trainer --standby ARGS` (the local runner's flag): the variable changes nothing.
+TEST(TrainerProcess, StrayStandbyEnvironmentIsIgnored) {
+  const fs::path d = fresh_dir("stray-standby");
+  auto r = run_ranks(1, d, fast_args("tiny-dense"), {{"GRPO_STANDBY", "1"}});
+  expect_all_exit(r, 0);
+  EXPECT_EQ(r[0].of_type("step").size(), 4u) << r[0].stderr_text;
+  fs::remove_all(d);
+}
+
+// Two ranks find each other through the rendezvous store with the run directory's secret
+// (docs/security.md); a secret file that others may read is refused with one line, exit 2.
+TEST(TrainerProcess, RanksProveTheRunsSecretAtTheRendezvous) {
+  const fs::path d = fresh_dir("secret");
+  fs::create_directories(d);
+  ASSERT_TRUE(
+      io::write_file_atomic(d / io::kRendezvousSecretFile, io::new_secret() + "\n", 0600).ok());
+  auto ok = run_ranks(2, d, fast_args("tiny-dense"));
+  expect_all_exit(ok, 0);
+  EXPECT_EQ(ok[0].of_type("step").size(), 4u);
+  fs::permissions(d / io::kRendezvousSecretFile, fs::perms::others_read, fs::perm_options::add);
+  fs::remove_all(d / "checkpoints");
+  auto open = run_ranks(2, d, fast_args("tiny-dense"));
+  expect_all_exit(open, 2);
+  EXPECT_NE(open[0].stderr_text.find("lets others read the run's secret"), std::string::npos)
+      << open[0].stderr_text;
   fs::remove_all(d);
 }
 

@@ -2,11 +2,14 @@
 // input gives one-line errors with file:line:col.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <fstream>
 
 #include "grpo/core/catalog.h"
 #include "grpo/core/model_spec.h"
+#include "grpo/core/toml_reader.h"
 #include "test_support.h"
 
 namespace grpo::core {
@@ -123,6 +126,25 @@ TEST(Catalog, MoeActiveParamsMatchPublishedActiveCounts) {
   EXPECT_NEAR(static_cast<double>(count_params(m30).active(m30)) / 1e9, 3.3, 0.1);
   const auto m235 = test::model("qwen3-235b-moe");
   EXPECT_NEAR(static_cast<double>(count_params(m235).active(m235)) / 1e9, 22.0, 0.3);
+}
+
+// toml11 reads an integer beyond int64 as INT64_MAX/MIN without a word: refused with its place.
+TEST(Catalog, IntegersBeyondInt64AreRefusedNotClamped) {
+  auto big = parse_toml("a = 1\nnodes = 99_999_999_999_999_999_999\n", "c.toml");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().str(),
+            "c.toml:2:9: integer 99_999_999_999_999_999_999 is out of range (-2^63 to 2^63 - 1)");
+  for (const char* t : {"x = -9223372036854775809", "x = 0x1_0000_0000_0000_0000",
+                        "[t]\ny = [1, 9223372036854775808]"}) {
+    EXPECT_FALSE(parse_toml(t, "c.toml").ok()) << t;
+  }
+  // The limits themselves are integers.
+  auto max = parse_toml(
+      "x = 9223372036854775807\ny = -9_223_372_036_854_775_808\nz = "
+      "0x7fffffffffffffff",
+      "c.toml");
+  ASSERT_TRUE(max.ok()) << max.error().str();
+  EXPECT_EQ(toml::find(*max, "x").as_integer(), std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(Catalog, MalformedTomlReportsFileLineColumn) {
@@ -244,6 +266,21 @@ TEST(Catalog, SetOverridesAnyFieldWithTypedValues) {
   EXPECT_EQ(c.grpo.rollout_n, 8);
   EXPECT_EQ(c.env.at("NCCL_DEBUG"), "INFO");
   EXPECT_EQ(c.network.ib_hcas, std::vector<std::string>{"mlx5_0"});
+}
+
+// grpo-launch's own variables (core::is_launcher_owned_env) cannot come from a profile's [env]
+// (or --set env.X): they would change what the launcher does, not what the job sees.
+TEST(Catalog, ProfileEnvCannotSetTheLaunchersVariables) {
+  for (const char* name : {"GRPO_STANDBY", "GRPO_RUN_DIR", "GRPO_TP", "GRPO_FAULT", "GRPO_MTBF_S",
+                           "GRPO_VERL_END_TIME"}) {
+    auto c = load_cluster(shipped(), "a100x8", {{std::string("env.") + name, "1"}});
+    ASSERT_FALSE(c.ok()) << name;
+    EXPECT_EQ(c.error().kind, ErrorKind::kInvalidValue);
+    EXPECT_NE(c.error().str().find(std::string("env.") + name + ": grpo-launch sets this"),
+              std::string::npos)
+        << c.error().str();
+  }
+  EXPECT_TRUE(load_cluster(shipped(), "a100x8", {{"env.GRPO_MY_FLAG", "1"}}).ok());
 }
 
 // `--set slurm.time=00:30:00` is what a user types; TOML reads it as a local time, not a string.

@@ -174,5 +174,33 @@ TEST(MakeLogDir, ChangesOnlyWhatItCreates) {
   fs::remove_all(d);
 }
 
+// OOM attribution reads only kernel log records written after the rank started, and only one
+// naming both its PID and its program: a plain kill -9 of a rank whose PID an earlier process
+// had (PID reuse), or that a container's PID namespace numbers differently, is no OOM (before,
+// the whole log was searched for the PID, and such a kill halved the micro batch).
+TEST(OomAttribution, OnlyRecordsSinceTheStartNamingPidAndProgram) {
+  const fs::path log = fs::temp_directory_path() / ("grpo-kmsg-" + std::to_string(::getpid()));
+  const pid_t pid = 4194301;  // near pid_max's ceiling: no /proc entry, so no cgroup counter
+  std::ofstream(log) << "3,812,5000,-;Out of memory: Killed process 4194301 (grpo-trainer) "
+                        "total-vm:1kB\n";
+  OomSnapshot snap = oom_snapshot(pid, "/opt/grpo/bin/grpo-trainer", log);
+  EXPECT_EQ(snap.comm, "grpo-trainer");
+  EXPECT_FALSE(oom_killed(pid, snap)) << "a record from before the start counted";
+  std::ofstream(log, std::ios::app)
+      << "3,813,6000,-;Out of memory: Killed process 4194301 (python3) total-vm:1kB\n"
+      << "6,814,6001,-;oom-kill:constraint=CONSTRAINT_NONE,task=grpo-trainer,pid=41943010,uid=0\n";
+  EXPECT_FALSE(oom_killed(pid, snap)) << "another program, or another PID, counted";
+  std::ofstream(log, std::ios::app) << "6,815,7000,-;oom-kill:constraint=CONSTRAINT_MEMCG,"
+                                       "oom_memcg=/x,task_memcg=/x,task=grpo-trainer,pid=4194301,"
+                                       "uid=0\n";
+  EXPECT_TRUE(oom_killed(pid, snap));
+  // The kernel's comm is the program's base name cut to 15 bytes.
+  EXPECT_EQ(oom_snapshot(pid, "a-very-long-program-name", log).comm, "a-very-long-pro");
+  EXPECT_TRUE(
+      kmsg_names_oom_victim("Killed process 12 (a-very-long-pro) total-vm", 12, "a-very-long-pro"));
+  EXPECT_FALSE(kmsg_names_oom_victim("Killed process 123 (x) total-vm", 12, "x"));
+  fs::remove(log);
+}
+
 }  // namespace
 }  // namespace grpo::supervise

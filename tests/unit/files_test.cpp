@@ -1,5 +1,9 @@
 // launcher/io's file helpers: creating a run directory never replaces another one.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -86,6 +90,53 @@ TEST(CreateDirAtomic, RacingCreatorsNeverOverwriteOneAnother) {
       entries += e.path().filename().string()[0] == '.';
     EXPECT_EQ(entries, 0);
   }
+  fs::remove_all(d);
+}
+
+// A write that fails half way (here: past RLIMIT_FSIZE, EFBIG, as a full disk would be ENOSPC)
+// leaves nothing behind: neither the target nor a partial temporary file, which was once left
+// with the target's mode (0700: a half script, executable).
+TEST(WriteFileAtomic, AFailedWriteLeavesNoPartialFile) {
+  const fs::path d = temp_dir("partial");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // the limit applies to this child only
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit lim{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    const auto st = write_file_atomic(d / "job.sh", std::string(100000, '#'), 0700);
+    ::_exit(st.ok() ? 10 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the write should have failed";
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(d)) left.push_back(e.path().filename().string());
+  EXPECT_TRUE(left.empty()) << left.front();
+  // A whole write gets the mode; its temporary name is gone.
+  ASSERT_TRUE(write_file_atomic(d / "job.sh", "#!/bin/sh\n", 0700).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat((d / "job.sh").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);
+  fs::remove_all(d);
+}
+
+// The rendezvous secret: 64 fresh hex digits; a file others may read is refused.
+TEST(Secret, FreshAndOwnerOnly) {
+  const fs::path d = temp_dir("secret");
+  const std::string a = new_secret(), b = new_secret();
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+  ASSERT_TRUE(write_file_atomic(d / kRendezvousSecretFile, a + "\n", 0600).ok());
+  EXPECT_EQ(read_secret_file(d / kRendezvousSecretFile).value(), a);
+  fs::permissions(d / kRendezvousSecretFile, fs::perms::group_read, fs::perm_options::add);
+  auto open = read_secret_file(d / kRendezvousSecretFile);
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.error().message.find("mode 0640"), std::string::npos) << open.error().message;
+  EXPECT_EQ(read_secret_file(d / "none").error().kind, core::ErrorKind::kNotFound);
   fs::remove_all(d);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "grpo/test_support/fake_process_runner.h"
@@ -97,6 +98,25 @@ TEST(PosixProcessRunner, NotFoundErrors) {
   EXPECT_EQ(done.error().kind, core::ErrorKind::kNotFound);
   c.argv = {};
   EXPECT_EQ(r.run(c).error().kind, core::ErrorKind::kInvalidValue);
+}
+
+// A program in the current directory is never found through an empty or relative PATH entry
+// (eu-stack was once looked up in the current directory when PATH was unset).
+TEST(FindExecutable, NeverSearchesTheCurrentDirectory) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("grpo-find-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  std::ofstream("eu-stack") << "#!/bin/sh\n";
+  std::filesystem::permissions("eu-stack", std::filesystem::perms::owner_all);
+  EXPECT_FALSE(find_executable("eu-stack", ""));
+  EXPECT_FALSE(find_executable("eu-stack", ":/nonexistent"));
+  EXPECT_FALSE(find_executable("eu-stack", "."));
+  EXPECT_EQ(find_executable("eu-stack", dir.string()), (dir / "eu-stack").string());
+  EXPECT_TRUE(find_executable("sh", kDefaultPath));
+  std::filesystem::current_path(cwd);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PosixProcessRunner, TimeoutTerminatesTheGroup) {

@@ -73,7 +73,7 @@ TEST(SafetensorsHeader, RefusesBadEntries) {
   auto one = [](const std::string& entry, std::size_t data = 64) {
     return refused(file_with("{\"t\": " + entry + "}", data)).message;
   };
-  EXPECT_NE(one(R"({"dtype": "I64", "shape": [1], "data_offsets": [0, 8]})").find("I64"),
+  EXPECT_NE(one(R"({"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]})").find("F8_E4M3"),
             std::string::npos);
   // shape x dtype size (2 x 4 = 8) != the span (12)
   EXPECT_NE(one(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 12]})").find("span 12"),

@@ -65,8 +65,10 @@ TEST(Text, EscapeControlsShowsWhatATerminalWouldActOn) {
   EXPECT_EQ(escape_controls("\x1b]0;pwned\x07\x1b[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
   EXPECT_EQ(escape_controls("a\nb\tc\rd\x7f"), "a\\x0ab\\x09c\\x0dd\\x7f");
   EXPECT_EQ(escape_controls("a\nb\tc\r", true), "a\nb\tc\\x0d");
-  EXPECT_EQ(escape_controls("\xc2\x9b31m"), "\\u009b31m");  // C1 CSI
-  EXPECT_EQ(escape_controls("\xc2\xa0"), "\xc2\xa0");       // U+00A0 is printable
+  EXPECT_EQ(escape_controls("\xc2\x9b"
+                            "31m"),
+            "\\u009b31m");                             // C1 CSI
+  EXPECT_EQ(escape_controls("\xc2\xa0"), "\xc2\xa0");  // U+00A0 is printable
   EXPECT_EQ(escape_controls("bad \xff\xfe"), "bad \\xff\\xfe");
 }
 

@@ -1,9 +1,14 @@
 #include "grpo/trainer/checkpoint_store.h"
 #include "grpo/core/json_text.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "grpo/io/checkpoint_files.h"
@@ -24,13 +29,18 @@ std::optional<std::int64_t> step_of(const std::string& name) {
 // Checkpoint files are as large as the model: no size limit on reads.
 constexpr std::size_t kAnySize = std::numeric_limits<std::size_t>::max();
 
+// Checkpoints are the run's weights: the owner's alone, like the run directory
+// (docs/supervisor.md).
+constexpr unsigned kDirMode = 0700;
+constexpr unsigned kFileMode = 0600;
+
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(fs::path tmp_dir, fs::path final_dir, std::int64_t step)
     : tmp_dir_(std::move(tmp_dir)), final_dir_(std::move(final_dir)), step_(step) {}
 
 core::Status CheckpointWriter::write_file(const std::string& name, std::string_view bytes) {
-  GRPO_TRY_STATUS(io::write_file_synced(tmp_dir_ / name, bytes));
+  GRPO_TRY_STATUS(io::write_file_synced(tmp_dir_ / name, bytes, kFileMode));
   files_[name] = {{"bytes", bytes.size()}, {"sha256", sha256_hex(bytes)}};
   return core::ok_status();
 }
@@ -43,13 +53,19 @@ std::string CheckpointStore::dir_name(std::int64_t step) {
 
 core::Result<CheckpointWriter> CheckpointStore::begin(std::int64_t step) const {
   std::error_code ec;
-  fs::create_directories(root_, ec);
-  if (ec)
-    return make_error(ErrorKind::kIo, "cannot create " + root_.string() + ": " + ec.message());
+  if (!fs::exists(root_, ec)) {
+    fs::create_directories(root_.parent_path().empty() ? fs::path(".") : root_.parent_path(), ec);
+    if (::mkdir(root_.c_str(), kDirMode) != 0 && errno != EEXIST) {
+      return make_error(ErrorKind::kIo,
+                        "cannot create " + root_.string() + ": " + std::strerror(errno));
+    }
+  }
   const fs::path tmp = root_ / (".tmp-" + dir_name(step) + "-" + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
-  fs::create_directory(tmp, ec);
-  if (ec) return make_error(ErrorKind::kIo, "cannot create " + tmp.string() + ": " + ec.message());
+  if (::mkdir(tmp.c_str(), kDirMode) != 0) {
+    return make_error(ErrorKind::kIo,
+                      "cannot create " + tmp.string() + ": " + std::strerror(errno));
+  }
   return CheckpointWriter(tmp, root_ / dir_name(step), step);
 }
 
@@ -60,30 +76,26 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
                              {"step", w.step_},
                              {"files", w.files_},
                              {"metadata", metadata}};
-  GRPO_TRY_STATUS(
-      io::write_file_synced(w.tmp_dir_ / "manifest.json", core::json_text(manifest, 2) + "\n"));
+  GRPO_TRY_STATUS(io::write_file_synced(w.tmp_dir_ / "manifest.json",
+                                        core::json_text(manifest, 2) + "\n", kFileMode));
   GRPO_TRY_STATUS(io::sync_dir(w.tmp_dir_));
 
   std::error_code ec;
-  if (fs::exists(w.final_dir_)) {
-    // A checkpoint of the same step from an earlier attempt: replace it.
-    const fs::path old = root_ / (".tmp-replaced-" + dir_name(w.step_));
+  if (fs::exists(w.final_dir_, ec)) {
+    // A checkpoint of the same step from an earlier attempt: swapped for the new one in one
+    // step, so that a checkpoint of this step exists at every moment; then the old is removed.
+    GRPO_TRY(const fs::path old, io::exchange_dirs(w.tmp_dir_, w.final_dir_));
     fs::remove_all(old, ec);
-    fs::rename(w.final_dir_, old, ec);
-    fs::remove_all(old, ec);
-  }
-  fs::rename(w.tmp_dir_, w.final_dir_, ec);
-  if (ec) {
-    return make_error(ErrorKind::kIo, "cannot rename " + w.tmp_dir_.string() + " to " +
-                                          w.final_dir_.string() + ": " + ec.message());
+  } else {
+    fs::rename(w.tmp_dir_, w.final_dir_, ec);
+    if (ec) {
+      return make_error(ErrorKind::kIo, "cannot rename " + w.tmp_dir_.string() + " to " +
+                                            w.final_dir_.string() + ": " + ec.message());
+    }
   }
   GRPO_TRY_STATUS(io::sync_dir(root_));
 
-  const fs::path latest_tmp = root_ / ".latest.tmp";
-  GRPO_TRY_STATUS(io::write_file_synced(latest_tmp, dir_name(w.step_) + "\n"));
-  fs::rename(latest_tmp, root_ / "latest", ec);
-  if (ec) return make_error(ErrorKind::kIo, "cannot update latest: " + ec.message());
-  GRPO_TRY_STATUS(io::sync_dir(root_));
+  GRPO_TRY_STATUS(io::write_file_atomic(root_ / "latest", dir_name(w.step_) + "\n", kFileMode));
 
   auto all = list();
   const auto keep = static_cast<std::size_t>(std::max<std::int64_t>(keep_last, 1));

@@ -1,6 +1,8 @@
 #define GRPO_COMPAT_C10D
 #include "grpo/trainer/communicator.h"
 
+#include "c10d_rendezvous_store.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -303,27 +305,30 @@ core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bo
                                                                    const CommOptions& options) {
   const bootstrap::WorldInfo& w = boot.world();
   try {
-    c10::intrusive_ptr<c10d::TCPStore> store;
+    // Rank 0 serves the run's rendezvous store on the address it was given (MASTER_ADDR in env
+    // mode, so loopback for a local run; its host name under PMIx), open only to ranks proving
+    // the run's secret (docs/security.md); the others connect to the address it publishes.
+    c10::intrusive_ptr<c10d::Store> store;
     bootstrap::Endpoint endpoint;
+    std::unique_ptr<bootstrap::StoreServer> server;
     if (w.global_rank == 0) {
       const std::string host = w.fixed_rendezvous ? w.fixed_rendezvous->host : w.hostname;
       const std::uint16_t port = w.fixed_rendezvous ? w.fixed_rendezvous->port : 0;
-      store = compat::make_tcp_store(host, port, /*is_server=*/true, w.world_size, options.timeout);
-      endpoint = bootstrap::Endpoint{host, store->getPort()};
+      GRPO_TRY(server, bootstrap::StoreServer::start(host, port, options.secret));
+      endpoint = bootstrap::Endpoint{host, server->port()};
       auto published = boot.exchange_rendezvous(endpoint);
       if (!published.ok()) return published.error();
     } else {
       auto published = boot.exchange_rendezvous(std::nullopt);
       if (!published.ok()) return published.error();
       endpoint = *published;
-      // Connect once rank 0's store listens: LibTorch 1.13's client sleeps 1 s after a refused
-      // connect, which cost a restart ~0.9 s whenever this rank was up first (bench/recovery).
-      if (core::Status up = bootstrap::wait_until_listening(endpoint, options.timeout); !up.ok()) {
-        return make_error(ErrorKind::kUnavailable, "rendezvous failed: " + up.error().message);
-      }
-      store = compat::make_tcp_store(endpoint.host, endpoint.port, /*is_server=*/false,
-                                     w.world_size, options.timeout);
     }
+    auto client = bootstrap::StoreClient::connect(endpoint, options.secret, options.timeout);
+    if (!client.ok()) {
+      return make_error(client.error().kind, "rendezvous failed: " + client.error().message);
+    }
+    store = c10::make_intrusive<RendezvousC10dStore>(std::move(server), std::move(client).value(),
+                                                     endpoint, options.secret, options.timeout);
 
     // The same recipe makes the world's group and every subgroup (over a prefixed store).
     std::function<c10::intrusive_ptr<compat::GroupBase>(c10::intrusive_ptr<c10d::Store>, int, int)>

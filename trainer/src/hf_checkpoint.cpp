@@ -22,6 +22,13 @@ core::Status add_file(const fs::path& file, std::vector<std::unique_ptr<io::Mapp
   files.push_back(std::make_unique<io::MappedFile>(std::move(mapped)));
   const char* base = files.back()->bytes().data() + header.data_start;
   for (core::SafetensorsEntry& e : header.tensors) {
+    if (!core::is_weight_dtype(e.dtype)) {
+      return make_error(ErrorKind::kParse,
+                        "safetensors: tensor '" + e.name + "': dtype '" +
+                            std::string(core::to_string(e.dtype)) +
+                            "' is not supported for weights (F32, F16, BF16)",
+                        {file.string(), 0, 0});
+    }
     const std::string name = e.name;
     const char* data = base + e.begin;
     auto [it, inserted] = out.emplace(name, HfTensor{std::move(e), data, file.string()});

@@ -8,6 +8,7 @@
 #include "grpo/io/profile_store.h"
 #include "grpo/trainer/hf_checkpoint.h"
 #include "grpo/trainer/system_info.h"
+#include "grpo/trainer/tensor_io.h"
 
 namespace grpo::trainer {
 namespace fs = std::filesystem;
@@ -15,17 +16,6 @@ using core::ErrorKind;
 using core::make_error;
 
 namespace {
-
-at::ScalarType torch_dtype(core::TensorDtype d) {
-  switch (d) {
-    case core::TensorDtype::kF16:
-      return at::kHalf;
-    case core::TensorDtype::kBF16:
-      return at::kBFloat16;
-    default:
-      return at::kFloat;
-  }
-}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
@@ -108,7 +98,7 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
     }
     const auto esize = static_cast<std::int64_t>(core::dtype_size(t.entry.dtype));
     // Copied out of the map (its bytes may be unaligned for the dtype), then converted.
-    at::Tensor raw = at::empty(local_shape, at::TensorOptions().dtype(torch_dtype(t.entry.dtype)));
+    at::Tensor raw = at::empty(local_shape, at::TensorOptions().dtype(scalar_type(t.entry.dtype)));
     auto* to = static_cast<char*>(raw.data_ptr());
     const std::int64_t block = length * inner * esize;
     for (std::int64_t o = 0; o < outer; ++o) {

@@ -1,6 +1,7 @@
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/core/json_text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -11,27 +12,36 @@
 namespace grpo::trainer {
 namespace {
 
-struct DtypeName {
+struct DtypePair {
+  core::TensorDtype dtype;
   at::ScalarType type;
-  const char* name;
 };
-constexpr DtypeName kDtypes[] = {
-    {at::kFloat, "F32"}, {at::kDouble, "F64"}, {at::kHalf, "F16"}, {at::kBFloat16, "BF16"},
-    {at::kLong, "I64"},  {at::kInt, "I32"},    {at::kByte, "U8"},  {at::kBool, "BOOL"},
+constexpr DtypePair kDtypes[] = {
+    {core::TensorDtype::kF32, at::kFloat}, {core::TensorDtype::kF64, at::kDouble},
+    {core::TensorDtype::kF16, at::kHalf},  {core::TensorDtype::kBF16, at::kBFloat16},
+    {core::TensorDtype::kI64, at::kLong},  {core::TensorDtype::kI32, at::kInt},
+    {core::TensorDtype::kU8, at::kByte},   {core::TensorDtype::kBool, at::kBool},
 };
-
-const char* dtype_name(at::ScalarType t) {
-  for (const auto& d : kDtypes) {
-    if (d.type == t) return d.name;
-  }
-  return nullptr;
-}
 
 at::Tensor cpu_contiguous(const at::Tensor& t) {
   return t.detach().to(at::kCPU).contiguous();
 }
 
 }  // namespace
+
+at::ScalarType scalar_type(core::TensorDtype dtype) {
+  for (const auto& d : kDtypes) {
+    if (d.dtype == dtype) return d.type;
+  }
+  return at::kFloat;  // unreachable: every TensorDtype is in the table
+}
+
+std::optional<core::TensorDtype> tensor_dtype(at::ScalarType type) {
+  for (const auto& d : kDtypes) {
+    if (d.type == type) return d.dtype;
+  }
+  return std::nullopt;
+}
 
 std::string to_safetensors(const NamedTensors& tensors,
                            const std::map<std::string, std::string>& metadata) {
@@ -42,10 +52,11 @@ std::string to_safetensors(const NamedTensors& tensors,
   for (const auto& [name, t] : tensors) {
     at::Tensor c = cpu_contiguous(t);
     const std::size_t bytes = c.numel() * c.element_size();
-    const char* dt = dtype_name(c.scalar_type());
-    TORCH_CHECK(dt != nullptr, "to_safetensors: unsupported dtype for ", name);
-    header[name] = {
-        {"dtype", dt}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    const auto dt = tensor_dtype(c.scalar_type());
+    TORCH_CHECK(dt.has_value(), "to_safetensors: unsupported dtype for ", name);
+    header[name] = {{"dtype", std::string(core::to_string(*dt))},
+                    {"shape", c.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(std::move(c));
   }
@@ -65,68 +76,29 @@ std::string to_safetensors(const NamedTensors& tensors,
 
 namespace {
 
-// Parses the header and makes each tensor: a copy of its bytes, or (`view`) an alias of them.
+// Checks the file with the one safetensors reader, then makes each tensor, in the file's data
+// order (the order it was written in): a copy of its bytes, or (`view`) an alias of them.
 core::Result<NamedTensors> read_safetensors(std::string_view bytes, bool view) {
-  auto bad = [](const std::string& why) {
-    return core::make_error(core::ErrorKind::kParse, "safetensors: " + why);
-  };
-  if (bytes.size() < 8) return bad("file shorter than its header length");
-  std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) {
-    n |= std::uint64_t(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
-  }
-  if (n > bytes.size() - 8) return bad("header length past the end of the file");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.substr(8, n));
-  } catch (const nlohmann::json::exception& e) {
-    return bad(std::string("header does not parse: ") + e.what());
-  }
-  const std::string_view body = bytes.substr(8 + n);
-  // Keep the file's data order (offsets), which is the order it was written in.
-  std::vector<std::pair<std::size_t, std::string>> order;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
-    if (!entry.contains("data_offsets")) return bad(name + ": no data_offsets");
-    order.emplace_back(entry["data_offsets"][0].get<std::size_t>(), name);
-  }
-  std::sort(order.begin(), order.end());
+  // No file name here (the caller names the file in its own message): the error is the reason.
+  GRPO_TRY(core::SafetensorsHeader header, core::parse_safetensors_header(bytes, ""));
+  std::sort(header.tensors.begin(), header.tensors.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
   NamedTensors out;
-  for (const auto& [begin, name] : order) {
-    const auto& entry = header[name];
-    const std::string dt = entry.value("dtype", "");
-    at::ScalarType type = at::kFloat;
-    bool known = false;
-    for (const auto& d : kDtypes) {
-      if (dt == d.name) {
-        type = d.type;
-        known = true;
-      }
-    }
-    if (!known) return bad(name + ": unknown dtype '" + dt + "'");
-    std::vector<std::int64_t> shape = entry.value("shape", std::vector<std::int64_t>{});
-    const std::size_t end = entry["data_offsets"][1].get<std::size_t>();
+  out.reserve(header.tensors.size());
+  const char* base = bytes.data() + header.data_start;
+  for (const core::SafetensorsEntry& e : header.tensors) {
+    const auto type = scalar_type(e.dtype);
     const auto opts = at::TensorOptions().dtype(type);
-    std::size_t want = c10::elementSize(type);
-    for (const std::int64_t d : shape) {
-      if (d < 0) return bad(name + ": negative dimension");
-      if (d > 0 && want > body.size() / static_cast<std::size_t>(d)) {
-        return bad(name + ": data_offsets do not match the shape or the file size");
-      }
-      want *= static_cast<std::size_t>(d);
-    }
-    if (end < begin || end > body.size() || end - begin != want) {
-      return bad(name + ": data_offsets do not match the shape or the file size");
-    }
-    const char* data = body.data() + begin;
+    const char* data = base + e.begin;
+    const auto want = static_cast<std::size_t>(e.end - e.begin);
     const bool aligned = reinterpret_cast<std::uintptr_t>(data) % c10::elementSize(type) == 0;
     if (view && aligned && want > 0) {
-      out.emplace_back(name, at::from_blob(const_cast<char*>(data), shape, opts));
+      out.emplace_back(e.name, at::from_blob(const_cast<char*>(data), e.shape, opts));
       continue;
     }
-    at::Tensor t = at::empty(shape, opts);
+    at::Tensor t = at::empty(e.shape, opts);
     if (want > 0) std::memcpy(t.data_ptr(), data, want);
-    out.emplace_back(name, std::move(t));
+    out.emplace_back(e.name, std::move(t));
   }
   return out;
 }

@@ -227,6 +227,21 @@ int run_trainer(const TrainerOptions& options) {
       CommOptions co;
       co.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.comm_timeout_s * 1000));
       co.use_cuda = cfg.device == "cuda";
+      // The run's secret, written by grpo-launch into the run directory (docs/security.md).
+      const auto secret_file = options.run_dir / io::kRendezvousSecretFile;
+      if (auto secret = io::read_secret_file(secret_file); secret.ok()) {
+        co.secret = std::move(secret).value();
+      } else if (secret.error().kind != core::ErrorKind::kNotFound) {
+        spdlog::error("{}", secret.error().message);
+        tel.emit("error", {{"code", "CONFIG_ERROR"}, {"message", secret.error().message}});
+        return kExitUsage;
+      } else if (world.global_rank == 0) {
+        spdlog::warn(
+            "no {}: the rendezvous store takes any client that reaches {} "
+            "(grpo-launch writes one into every run directory)",
+            secret_file.string(),
+            world.fixed_rendezvous ? world.fixed_rendezvous->host : world.hostname);
+      }
       auto made = make_c10d_communicator(**boot, co);
       if (!made.ok()) {
         spdlog::error("{}", made.error().message);

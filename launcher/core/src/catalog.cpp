@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "grpo/core/env_contract.h"
 #include "grpo/core/hf_config.h"
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"
@@ -219,6 +220,15 @@ Result<ClusterProfile> cluster_from_toml(const TomlValue& doc, std::string sourc
     GRPO_TRY_STATUS(h.finish());
   }
   GRPO_TRY_STATUS(r.read("env", p.env));
+  // grpo-launch's own variables would change what the launcher does, not what the job sees
+  // (docs/security.md).
+  for (const auto& [name, value] : p.env) {
+    if (is_launcher_owned_env(name)) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "env." + name + ": grpo-launch sets this variable itself; a profile cannot",
+                        r.where("env"));
+    }
+  }
   GRPO_TRY(const TomlValue* slurm, r.table("slurm"));
   if (slurm != nullptr) {
     TableReader s(*slurm, "slurm.");

@@ -107,6 +107,16 @@ std::string_view torch_dtype_name(TensorDtype dtype) {
       return "float16";
     case TensorDtype::kBF16:
       return "bfloat16";
+    case TensorDtype::kF64:
+      return "float64";
+    case TensorDtype::kI64:
+      return "int64";
+    case TensorDtype::kI32:
+      return "int32";
+    case TensorDtype::kU8:
+      return "uint8";
+    case TensorDtype::kBool:
+      return "bool";
   }
   return "float32";
 }

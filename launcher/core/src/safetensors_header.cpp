@@ -15,8 +15,10 @@ struct DtypeInfo {
   const char* name;
   std::size_t size;
 };
-constexpr DtypeInfo kDtypes[] = {
-    {TensorDtype::kF32, "F32", 4}, {TensorDtype::kF16, "F16", 2}, {TensorDtype::kBF16, "BF16", 2}};
+constexpr DtypeInfo kDtypes[] = {{TensorDtype::kF32, "F32", 4},   {TensorDtype::kF16, "F16", 2},
+                                 {TensorDtype::kBF16, "BF16", 2}, {TensorDtype::kF64, "F64", 8},
+                                 {TensorDtype::kI64, "I64", 8},   {TensorDtype::kI32, "I32", 4},
+                                 {TensorDtype::kU8, "U8", 1},     {TensorDtype::kBool, "BOOL", 1}};
 
 Error bad(std::string_view file, const std::string& why) {
   return make_error(ErrorKind::kParse, "safetensors: " + why, {std::string(file), 0, 0});
@@ -40,7 +42,8 @@ Result<SafetensorsEntry> read_entry(const std::string& name, const json& v, std:
   const auto info = std::find_if(std::begin(kDtypes), std::end(kDtypes),
                                  [&](const DtypeInfo& d) { return dtype == d.name; });
   if (info == std::end(kDtypes)) {
-    return bad(file, what + "dtype '" + dtype + "' is not supported (F32, F16, BF16)");
+    return bad(file, what + "dtype '" + dtype +
+                         "' is not supported (F32, F16, BF16, F64, I64, I32, U8, BOOL)");
   }
   e.dtype = info->dtype;
   if (!sh->is_array() || sh->size() > 8)
@@ -101,6 +104,10 @@ std::size_t dtype_size(TensorDtype dtype) {
     if (d.dtype == dtype) return d.size;
   }
   return 0;
+}
+
+bool is_weight_dtype(TensorDtype dtype) {
+  return dtype == TensorDtype::kF32 || dtype == TensorDtype::kF16 || dtype == TensorDtype::kBF16;
 }
 
 std::int64_t SafetensorsEntry::numel() const {

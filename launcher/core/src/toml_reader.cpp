@@ -1,6 +1,7 @@
 #include "grpo/core/toml_reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -76,6 +77,56 @@ std::string type_name(const TomlValue& v) {
 
 }  // namespace
 
+namespace {
+
+// toml11 3.7.1 reads an integer literal beyond int64 as INT64_MAX or INT64_MIN without a word
+// (99999999999999999999 became 9223372036854775807). TOML 1.0 makes that an error: every value
+// read as one of the two limits is read again from its literal, and refused if it overflows.
+bool integer_literal_overflows(std::string literal) {
+  literal.erase(std::remove(literal.begin(), literal.end(), '_'), literal.end());
+  bool negative = false;
+  if (!literal.empty() && (literal[0] == '+' || literal[0] == '-')) {
+    negative = literal[0] == '-';
+    literal.erase(0, 1);
+  }
+  int base = 10;
+  if (literal.size() > 2 && literal[0] == '0' &&
+      (literal[1] == 'x' || literal[1] == 'o' || literal[1] == 'b')) {
+    base = literal[1] == 'x' ? 16 : literal[1] == 'o' ? 8 : 2;
+    literal.erase(0, 2);
+  }
+  if (negative) literal.insert(0, "-");
+  std::int64_t v = 0;
+  const auto r = std::from_chars(literal.data(), literal.data() + literal.size(), v, base);
+  return r.ec == std::errc::result_out_of_range;
+}
+
+Status check_integer_range(const TomlValue& v, std::string_view file_name) {
+  if (v.is_table()) {
+    for (const auto& [k, item] : v.as_table())
+      GRPO_TRY_STATUS(check_integer_range(item, file_name));
+  } else if (v.is_array()) {
+    for (const auto& item : v.as_array()) GRPO_TRY_STATUS(check_integer_range(item, file_name));
+  } else if (v.is_integer() && (v.as_integer() == std::numeric_limits<std::int64_t>::max() ||
+                                v.as_integer() == std::numeric_limits<std::int64_t>::min())) {
+    const auto loc = v.location();
+    const std::string& line = loc.line_str();
+    const std::size_t at = loc.column() > 0 ? loc.column() - 1 : 0;
+    if (at < line.size() &&
+        integer_literal_overflows(line.substr(at, std::max<std::size_t>(loc.region(), 1)))) {
+      SourceLocation where = location_of(v);
+      if (!where.known()) where = {std::string(file_name), 0, 0};
+      return make_error(
+          ErrorKind::kParse,
+          "integer " + line.substr(at, loc.region()) + " is out of range (-2^63 to 2^63 - 1)",
+          where);
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Result<TomlValue> parse_toml(std::string_view text, std::string_view file_name) {
   if (text.size() > kMaxDocumentBytes) {
     return make_error(ErrorKind::kParse, "document larger than 1 MiB",
@@ -113,7 +164,10 @@ Result<TomlValue> parse_toml(std::string_view text, std::string_view file_name) 
   }
   std::istringstream in{std::string(text)};
   try {
-    return toml::parse<toml::discard_comments, std::map, std::vector>(in, std::string(file_name));
+    TomlValue doc =
+        toml::parse<toml::discard_comments, std::map, std::vector>(in, std::string(file_name));
+    GRPO_TRY_STATUS(check_integer_range(doc, file_name));
+    return doc;
   } catch (const toml::exception& e) {
     return syntax_error_to_error(e, file_name);
   } catch (const std::exception& e) {

@@ -152,8 +152,8 @@ set -u
   }
   s += ")\n";
   s += "first_resume_mode=" + shell_quote(driver.resume_mode) + "\n";
-  s += R"DELIM(ray=${GRPO_RAY:-ray}
-srun=${GRPO_SRUN:-srun}
+  s += R"DELIM(ray=ray
+srun=srun
 attempt=${GRPO_ATTEMPT:-1}
 log() { echo "grpo-launch verl: $*" >&2; }
 # Telemetry for the supervisor (docs/telemetry.md) on stdout: `done` when the driver finished

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28, _GNU_SOURCE)
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -43,23 +46,28 @@ core::Status write_file_synced(const fs::path& path, std::string_view content, u
   const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, mode);
   if (fd < 0) return last_error("cannot create", path);
+  // A file this call created and could not finish is removed: nothing half-written stays behind.
+  const auto failed = [&](const char* what) {
+    auto e = last_error(what, path);
+    ::close(fd);
+    if (exclusive) ::unlink(path.c_str());
+    return e;
+  };
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      auto e = last_error("cannot write", path);
-      ::close(fd);
-      return e;
+      return failed("cannot write");
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
-    auto e = last_error("cannot sync", path);
-    ::close(fd);
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) return failed("cannot sync");
+  if (::close(fd) != 0) {
+    auto e = last_error("cannot close", path);
+    if (exclusive) ::unlink(path.c_str());
     return e;
   }
-  if (::close(fd) != 0) return last_error("cannot close", path);
   return core::ok_status();
 }
 
@@ -98,8 +106,10 @@ core::Status write_file_atomic(const fs::path& path, std::string_view content, u
   const fs::path dir = path.parent_path();
   const fs::path tmp = (dir.empty() ? fs::path(".") : dir) /
                        ("." + path.filename().string() + ".tmp-" + random_suffix());
-  GRPO_TRY_STATUS(write_file_synced(tmp, content, mode, /*exclusive=*/true));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  // The temporary file is 0600 until it is whole: only the rename gives it `mode` (0700 for a
+  // script) under its real name; a failed write removes it (write_file_synced, exclusive).
+  GRPO_TRY_STATUS(write_file_synced(tmp, content, 0600, /*exclusive=*/true));
+  if (::chmod(tmp.c_str(), mode) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     auto e = last_error("cannot rename into", path);
     ::unlink(tmp.c_str());
     return e;
@@ -127,6 +137,25 @@ int rename_noreplace_errno(const fs::path& from, const fs::path& to) {
 }
 
 }  // namespace
+
+core::Result<fs::path> exchange_dirs(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) return from;
+  const int err = errno;
+  if (err != EINVAL && err != ENOSYS) {
+    return make_error(ErrorKind::kIo, "cannot swap " + from.string() + " and " + to.string() +
+                                          ": " + std::strerror(err));
+  }
+  const fs::path old = from.string() + ".old";
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  if (::rename(to.c_str(), old.c_str()) != 0) return last_error("cannot rename aside", to);
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    auto e = last_error("cannot rename into", to);
+    ::rename(old.c_str(), to.c_str());  // put the old one back
+    return e;
+  }
+  return old;
+}
 
 core::Status rename_no_replace(const fs::path& from, const fs::path& to) {
   const int err = rename_noreplace_errno(from, to);
@@ -177,6 +206,45 @@ core::Status create_dir_atomic(const fs::path& path,
                       "cannot rename into " + path.string() + ": " + std::strerror(err));
   }
   return sync_dir(parent);
+}
+
+std::string new_secret() {
+  unsigned char bytes[32];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::abort();  // the kernel's random source is gone: nothing safe to do
+    got += static_cast<std::size_t>(n);
+  }
+  std::string hex;
+  char buf[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  return hex;
+}
+
+core::Result<std::string> read_secret_file(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return make_error(ErrorKind::kNotFound, "no such file: " + path.string());
+    return last_error("cannot read", path);
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return make_error(ErrorKind::kInvalidValue,
+                      path.string() + ": mode " + mode +
+                          " lets others read the run's secret (chmod 600 it, or start a new run)");
+  }
+  GRPO_TRY(std::string text, read_file(path, 4096));
+  const std::string secret = text.substr(0, text.find('\n'));
+  if (secret.size() != 64 || secret.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return make_error(ErrorKind::kInvalidValue, path.string() + ": not a secret (64 hex digits)");
+  }
+  return secret;
 }
 
 }  // namespace grpo::io

@@ -236,8 +236,7 @@ core::Result<ExecImage> prepare_exec(const std::vector<std::string>& argv,
   for (const auto& name : unset) env.erase(name);
   for (const auto& [k, v] : set) env[k] = v;
   const auto path_it = env.find("PATH");
-  auto exe =
-      find_executable(argv.front(), path_it == env.end() ? "/usr/bin:/bin" : path_it->second);
+  auto exe = find_executable(argv.front(), path_it == env.end() ? kDefaultPath : path_it->second);
   if (!exe) {
     return make_error(
         ErrorKind::kNotFound,
@@ -275,7 +274,12 @@ std::optional<std::string> find_executable(const std::string& argv0, const std::
     auto end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
+    // POSIX reads an empty or relative entry as the current directory: never here, so that a
+    // program planted in the directory a command runs in is never taken for eu-stack or srun.
+    if (dir.empty() || dir.front() != '/') {
+      start = end + 1;
+      continue;
+    }
     const std::string candidate = dir + "/" + argv0;
     if (usable(candidate)) return candidate;
     start = end + 1;

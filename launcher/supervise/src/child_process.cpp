@@ -317,32 +317,56 @@ long long read_oom_kills(const fs::path& file) {
 
 }  // namespace
 
-OomSnapshot oom_snapshot(pid_t pid) {
+const std::vector<std::string>& rank_identity_variables() {
+  static const std::vector<std::string> v = {
+      // torchrun (torch/distributed/run.py and elastic's agent)
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+      "NODE_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
+      "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+      // PMIx (a step's identity; srun --mpi=pmix sets its own)
+      "PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI2", "PMIX_SERVER_URI3", "PMIX_SERVER_URI4",
+      "PMIX_SERVER_URI41", "PMIX_SERVER_URI21"};
+  return v;
+}
+
+OomSnapshot oom_snapshot(pid_t pid, const std::string& program, const fs::path& kmsg) {
   OomSnapshot s;
   s.counter_file = memory_counter_file(pid);
   if (s.counter_file) s.oom_kills = read_oom_kills(*s.counter_file);
+  // The kernel's comm: the executed file's base name, cut to TASK_COMM_LEN - 1 = 15 bytes.
+  s.comm = fs::path(program).filename().string().substr(0, 15);
+  s.kmsg = slurm::UniqueFd(::open(kmsg.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (s.kmsg.get() >= 0) ::lseek(s.kmsg.get(), 0, SEEK_END);  // /dev/kmsg: after the newest
   return s;
 }
 
+bool kmsg_names_oom_victim(std::string_view record, pid_t pid, std::string_view comm) {
+  const std::string p = std::to_string(pid);
+  const std::string c(comm);
+  return record.find("Killed process " + p + " (" + c + ")") != std::string_view::npos ||
+         (record.find("oom-kill:") != std::string_view::npos &&
+          record.find(",task=" + c + ",pid=" + p + ",") != std::string_view::npos);
+}
+
 bool oom_killed(pid_t pid, const OomSnapshot& snapshot) {
-  // The kernel log names the victim: "Out of memory: Killed process 1234 (grpo-trainer) ...",
-  // "oom-kill:...,task=grpo-trainer,pid=1234,...".
-  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd >= 0) {
-    const std::string killed = "Killed process " + std::to_string(pid) + " ";
-    const std::string task = ",pid=" + std::to_string(pid) + ",";
+  if (snapshot.kmsg.get() >= 0) {
+    // /dev/kmsg gives one record per read; a file (tests) gives lines in chunks.
+    std::string pending;
     char buf[8192];
-    bool found = false;
-    for (int i = 0; i < 100000 && !found; ++i) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
+    for (int i = 0; i < 100000; ++i) {
+      const ssize_t n = ::read(snapshot.kmsg.get(), buf, sizeof buf);
       if (n < 0 && errno == EPIPE) continue;  // records overwritten while reading
       if (n <= 0) break;
-      const std::string_view rec(buf, static_cast<std::size_t>(n));
-      found =
-          rec.find(killed) != std::string_view::npos || rec.find(task) != std::string_view::npos;
+      pending.append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = pending.find('\n')) != std::string::npos) {
+        if (kmsg_names_oom_victim(std::string_view(pending).substr(0, nl), pid, snapshot.comm)) {
+          return true;
+        }
+        pending.erase(0, nl + 1);
+      }
     }
-    ::close(fd);
-    if (found) return true;
+    if (kmsg_names_oom_victim(pending, pid, snapshot.comm)) return true;
   }
   if (snapshot.counter_file) return read_oom_kills(*snapshot.counter_file) > snapshot.oom_kills;
   return false;

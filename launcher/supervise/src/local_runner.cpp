@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "grpo/core/standby_go.h"
 #include "grpo/supervise/clock.h"
 #include "grpo/supervise/output_parsing.h"
 
@@ -33,14 +34,6 @@ std::map<std::string, std::string> rank_env(const AttemptSpec& spec, int r, int 
   env["MASTER_PORT"] = std::to_string(port);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(spec.attempt - 1);
   return env;
-}
-
-// Never let a rank take a PMIx or Slurm step identity from our own environment.
-const std::vector<std::string>& foreign_identity() {
-  static const std::vector<std::string> v = {
-      "PMIX_NAMESPACE",   "PMIX_RANK",         "PMIX_SERVER_URI2",  "PMIX_SERVER_URI3",
-      "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "PMIX_SERVER_URI21", "GRPO_STANDBY"};
-  return v;
 }
 
 LocalRunner::~LocalRunner() {
@@ -69,11 +62,11 @@ void LocalRunner::start_standbys() {
   const fs::path logs = spec_.log_dir.parent_path();
   for (int r = 0; r < spec_.world_size(); ++r) {
     ChildSpec c;
+    // grpo-trainer --standby ARGS: it waits for the go on stdin (trainer/src/main.cpp).
     c.argv = spec_.argv;
+    c.argv.insert(c.argv.begin() + 1, "--standby");
     c.env = spec_.env;
-    c.env["GRPO_STANDBY"] = "1";
-    c.unset_env = foreign_identity();
-    c.unset_env.pop_back();  // not GRPO_STANDBY
+    c.unset_env = rank_identity_variables();
     c.stdin_pipe = true;
     Standby sb;
     sb.log =
@@ -118,13 +111,8 @@ core::Status LocalRunner::start(const AttemptSpec& spec) {
       Standby& sb = standbys_[static_cast<std::size_t>(r)];
       std::error_code ec;
       fs::rename(sb.log, log, ec);
-      std::string go;
-      for (const auto& [k, v] : rank_env(spec, r, port_)) {
-        if (k.find('\n') == std::string::npos && v.find('\n') == std::string::npos) {
-          go += k + "=" + v + "\n";
-        }
-      }
-      go += "\n";
+      // The go (grpo/core/standby_go.h): values with newlines arrive whole.
+      const std::string go = core::encode_standby_go(rank_env(spec, r, port_));
       const ssize_t n = ::write(sb.child->in_fd(), go.data(), go.size());
       sb.child->close_in();
       if (n == static_cast<ssize_t>(go.size())) {
@@ -136,7 +124,7 @@ core::Status LocalRunner::start(const AttemptSpec& spec) {
       ChildSpec c;
       c.argv = spec.argv;
       c.env = rank_env(spec, r, port_);
-      c.unset_env = foreign_identity();
+      c.unset_env = rank_identity_variables();
       c.stderr_file = log;
       auto child = Child::spawn(c);
       if (!child.ok()) {
@@ -150,7 +138,7 @@ core::Status LocalRunner::start(const AttemptSpec& spec) {
       rk.child = std::move(child).value();
     }
     rk.log_fd = open_log(log);
-    rk.oom = oom_snapshot(rk.child->pid());
+    rk.oom = oom_snapshot(rk.child->pid(), spec.argv.front());
   }
   if (use_standbys) discard_standbys();  // the unused ones
   spec_ = spec;

@@ -65,6 +65,8 @@ core::Status SrunRunner::start(const AttemptSpec& spec) {
   ChildSpec c;
   c.argv = argv_;
   c.env = spec.env;
+  // srun passes its whole environment to the ranks: never a torchrun or PMIx identity of ours.
+  c.unset_env = rank_identity_variables();
   auto child = Child::spawn(c);
   if (!child.ok()) {
     const auto& e = child.error();

@@ -44,7 +44,8 @@ void Supervisor::ask_for_stacks(StackRequest& req, const AttemptSpec& spec) {
   // ranks' stacks with eu-stack, on this machine only.
   const auto pids = d_.runner.rank_pids();
   const char* path = std::getenv("PATH");
-  const auto eu_stack = slurm::find_executable("eu-stack", path != nullptr ? path : "");
+  const auto eu_stack =
+      slurm::find_executable("eu-stack", path != nullptr ? path : slurm::kDefaultPath);
   if (pids.empty()) {
     req.method = "none";
     req.note = "the ranks of a --trainer-cmd program are not local processes (no stacks under " +

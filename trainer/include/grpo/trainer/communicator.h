@@ -136,10 +136,15 @@ class TimedCommunicator final : public Communicator {
 struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   bool use_cuda = false;  // NCCL instead of Gloo (only when built against a CUDA LibTorch)
+  // The run's rendezvous secret (the run directory's rendezvous.secret); empty: the store takes
+  // any client that reaches its address (a run started without grpo-launch).
+  std::string secret;
 };
 
-// c10d over a TCPStore: rank 0 hosts the store (at MASTER_ADDR:MASTER_PORT in env mode; on a
-// free port published through bootstrap.exchange_rendezvous under PMIx), the others connect.
+// c10d over the run's rendezvous store (grpo/bootstrap/rendezvous_store.h): rank 0 serves it (at
+// MASTER_ADDR:MASTER_PORT in env mode, bound to that address only; on a free port of its host
+// name's address, published through bootstrap.exchange_rendezvous under PMIx), the others
+// connect, each side proving `options.secret`.
 // Gloo binds to the interface named by GLOO_SOCKET_IFNAME, or to 127.0.0.1 when rank 0 is on
 // loopback, or to the host's address. Errors: kUnavailable (rendezvous or connection failed).
 core::Result<std::unique_ptr<Communicator>> make_c10d_communicator(bootstrap::Bootstrap& bootstrap,

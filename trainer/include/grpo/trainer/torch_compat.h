@@ -21,7 +21,7 @@
 #if defined(GRPO_COMPAT_C10D)
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #if defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -84,18 +84,6 @@ using GroupBase = c10d::Backend;
 using GroupBase = c10d::ProcessGroup;
 #endif
 
-inline c10::intrusive_ptr<c10d::TCPStore> make_tcp_store(const std::string& host,
-                                                         std::uint16_t port, bool is_server,
-                                                         int world_size,
-                                                         std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions opts;
-  opts.port = port;
-  opts.isServer = is_server;
-  opts.numWorkers = static_cast<std::size_t>(world_size);
-  opts.waitWorkers = false;
-  opts.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, opts);
-}
 #endif
 
 }  // namespace grpo::trainer::compat

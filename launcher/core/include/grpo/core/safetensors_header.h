@@ -15,10 +15,13 @@
 
 namespace grpo::core {
 
-// The dtypes Hugging Face checkpoints of our models use.
-enum class TensorDtype { kF32, kF16, kBF16 };
-std::string_view to_string(TensorDtype dtype);
+// The dtypes read and written: the floating ones Hugging Face checkpoints of our models use, and
+// those grpo-trainer's own checkpoints add (optimizer steps, RNG states).
+enum class TensorDtype { kF32, kF16, kBF16, kF64, kI64, kI32, kU8, kBool };
+std::string_view to_string(TensorDtype dtype);  // "F32", "BF16", "BOOL", ...
 std::size_t dtype_size(TensorDtype dtype);
+// F32, F16 and BF16: what a model's weights may be.
+bool is_weight_dtype(TensorDtype dtype);
 
 struct SafetensorsEntry {
   std::string name;
@@ -40,9 +43,10 @@ inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
 // Parses and checks the header of `file` (the file's whole contents). Checks: the file holds the
 // 8-byte length; N <= kMaxSafetensorsHeader and 8 + N <= the file size; the header is a JSON
-// object of entries with dtype F32, F16 or BF16, a shape of non-negative integers whose product
-// times the dtype size equals end - begin (no overflow), begin <= end <= the data section's size,
-// and no two entries' byte ranges overlap. Errors: kParse, one line starting with `file_name`.
+// object of entries with one of the TensorDtype names, a shape of non-negative integers whose
+// product times the dtype size equals end - begin (no overflow), begin <= end <= the data section's
+// size, and no two entries' byte ranges overlap. Errors: kParse, one line starting with
+// `file_name`.
 Result<SafetensorsHeader> parse_safetensors_header(std::string_view file,
                                                    std::string_view file_name);
 

@@ -40,6 +40,13 @@ core::Status write_file_atomic(const std::filesystem::path& path, std::string_vi
 // Errors: kIo, "already exists: <to>" when `to` exists.
 core::Status rename_no_replace(const std::filesystem::path& from, const std::filesystem::path& to);
 
+// Puts directory `from` in place of directory `to`, which exists: one atomic swap (renameat2
+// RENAME_EXCHANGE), after which `from` names the old directory; `to` is never missing. On file
+// systems without the swap, `to` is renamed aside to `from` + ".old" and `from` into place.
+// Returns the path that now holds the old directory (for the caller to remove). Errors: kIo.
+core::Result<std::filesystem::path> exchange_dirs(const std::filesystem::path& from,
+                                                  const std::filesystem::path& to);
+
 // Creates directory `path` (mode 0700) holding `files` (name -> content) all at once: the files
 // are written into a temporary sibling directory, fsync'd, and the directory is renamed into
 // place without replacing anything (rename_no_replace). Fails with kIo "run directory already
@@ -48,5 +55,18 @@ core::Status rename_no_replace(const std::filesystem::path& from, const std::fil
 core::Status create_dir_atomic(const std::filesystem::path& path,
                                const std::map<std::string, std::string>& files,
                                const std::vector<std::string>& executable = {});
+
+// The name of a run directory's rendezvous secret: 64 hex digits (32 random bytes), 0600. The
+// launcher writes it with the run directory; grpo-trainer reads it from --run-dir, and its
+// ranks prove it to each other at the rendezvous (docs/security.md).
+inline constexpr const char* kRendezvousSecretFile = "rendezvous.secret";
+
+// A fresh secret: 32 bytes from getrandom(2), as 64 lowercase hex digits.
+std::string new_secret();
+
+// The secret held by `path`: its first line. Refused when anybody but the owner may read or
+// write the file (mode & 077), since then it is no secret. Errors: kNotFound, kIo,
+// kInvalidValue (the mode, or not 64 hex digits).
+core::Result<std::string> read_secret_file(const std::filesystem::path& path);
 
 }  // namespace grpo::io

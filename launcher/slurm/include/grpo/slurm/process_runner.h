@@ -101,8 +101,11 @@ class PosixProcessRunner final : public ProcessRunner {
   core::Result<Completion> run(const CommandSpec& spec) override;
 };
 
+// The search path when PATH is unset (glibc's execvp would search the current directory first).
+inline constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 // The executable argv0 names: argv0 itself when it contains '/', else the first regular,
-// executable PATH entry (empty entries mean "."). nullopt when there is none.
+// executable file in an absolute `path` entry (empty and relative entries, which POSIX reads as
+// the current directory, are skipped). nullopt when there is none.
 std::optional<std::string> find_executable(const std::string& argv0, const std::string& path);
 
 // What posix_spawn / execve need to start a command: the executable found on the PATH of the

@@ -16,6 +16,7 @@
 
 #include "grpo/core/result.h"
 #include "grpo/slurm/process_runner.h"
+#include "grpo/slurm/unique_fd.h"
 
 namespace grpo::supervise {
 
@@ -93,19 +94,36 @@ int open_log(const std::filesystem::path& path);
 // must never stop the supervisor).
 void write_line(int fd, std::string_view line);
 
+// The variables that tell a process which rank of which job it is: torchrun's (RANK, WORLD_SIZE,
+// MASTER_ADDR, ...) and PMIx's. A rank inherits none of them from the supervisor's environment:
+// the local runner sets its own, srun's PMIx plugin sets PMIx's (a stray RANK or WORLD_SIZE in
+// the shell that submitted the job would otherwise reach grpo-trainer's torchrun fallback).
+const std::vector<std::string>& rank_identity_variables();
+
 // A free TCP port on 127.0.0.1 (bound to port 0, read back, released): the rendezvous port of a
 // local attempt. Errors: kIo.
 core::Result<int> free_local_port();
 
 // Evidence that the kernel's OOM killer killed `pid`: its memory cgroup's oom_kill counter grew
-// since `snapshot` (cgroup v2 memory.events, v1 memory.oom_control), or the kernel log
-// (/dev/kmsg) names it. Without cgroups and without a readable kernel log (containers, gVisor)
-// there is no evidence and a kernel OOM kill looks like any SIGKILL.
+// since `snapshot` (cgroup v2 memory.events, v1 memory.oom_control), or a kernel log record
+// (/dev/kmsg) written since the snapshot names both its PID and its name. Records from before
+// the snapshot are never read: a PID in them belonged to an earlier process (PID reuse), and
+// one from another PID namespace names a different process whose name rarely matches too.
+// Without cgroups and without a readable kernel log (containers, gVisor) there is no evidence
+// and a kernel OOM kill looks like any SIGKILL.
 struct OomSnapshot {
   std::optional<std::filesystem::path> counter_file;
   long long oom_kills = 0;
+  slurm::UniqueFd kmsg;  // the kernel log, opened at the snapshot and positioned at its end
+  std::string comm;      // the name the kernel logs for the process (its program, <= 15 bytes)
 };
-OomSnapshot oom_snapshot(pid_t pid);
+// Takes the snapshot of a process just started from `program` (argv[0]). `kmsg`: the kernel
+// log (a regular file in tests).
+OomSnapshot oom_snapshot(pid_t pid, const std::string& program,
+                         const std::filesystem::path& kmsg = "/dev/kmsg");
 bool oom_killed(pid_t pid, const OomSnapshot& snapshot);
+// Whether one kernel log record says the OOM killer killed the process `pid` named `comm`:
+// "Out of memory: Killed process PID (COMM) ..." or "oom-kill:...,task=COMM,pid=PID,...".
+bool kmsg_names_oom_victim(std::string_view record, pid_t pid, std::string_view comm);
 
 }  // namespace grpo::supervise

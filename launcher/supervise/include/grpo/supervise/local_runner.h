@@ -6,8 +6,8 @@
 // Ranks lead their own process groups and die with the supervisor (PR_SET_PDEATHSIG).
 //
 // Standby ranks (`standby`, on by default): once every rank of an attempt has reported, the
-// runner starts the next attempt's ranks ahead of need with GRPO_STANDBY=1: grpo-trainer loads
-// LibTorch (most of its start-up time) and then waits for one block of KEY=VALUE lines on stdin
+// runner starts the next attempt's ranks ahead of need as `grpo-trainer --standby ARGS`: it loads
+// LibTorch (most of its start-up time) and then waits for NUL-ended KEY=VALUE entries on stdin
 // (the attempt's environment and the rank's torchrun variables) before it starts for real. A
 // restart then skips process start-up. Standbys whose argv no longer matches (the micro batch
 // changed) are discarded (stdin closed: they exit 0). They cost memory (one idle process per

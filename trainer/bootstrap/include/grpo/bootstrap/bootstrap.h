@@ -113,12 +113,4 @@ class Bootstrap {
 
 std::string to_string(Source source);
 
-// Waits until `endpoint` accepts a TCP connection (rank 0's store is listening), trying again
-// after 1 ms, then 2, 4, ... up to 16 ms between tries, for at most `timeout`; each successful
-// probe connection is closed at once. A rank calls it before its store client connects:
-// LibTorch 1.13's TCPStore client sleeps a whole second after a refused connect (docs/
-// bootstrap.md "Waiting for rank 0's store"). Errors: kUnavailable naming the endpoint and the
-// last connect error (the caller then connects anyway and reports its own error).
-core::Status wait_until_listening(const Endpoint& endpoint, std::chrono::milliseconds timeout);
-
 }  // namespace grpo::bootstrap
