@@ -97,7 +97,8 @@ TEST(TrainerProcess, StrayStandbyEnvironmentIsIgnored) {
   const fs::path d = fresh_dir("stray-standby");
   auto r = run_ranks(1, d, fast_args("tiny-dense"), {{"GRPO_STANDBY", "1"}});
   expect_all_exit(r, 0);
-  EXPECT_EQ(r[0].of_type("step").size(), 4u) << r[0].stderr_text;
+  EXPECT_FALSE(r[0].of_type("step").empty()) << r[0].stderr_text;
+  EXPECT_EQ(r[0].of_type("done").size(), 1u) << r[0].stderr_text;
   fs::remove_all(d);
 }
 
@@ -110,7 +111,7 @@ TEST(TrainerProcess, RanksProveTheRunsSecretAtTheRendezvous) {
       io::write_file_atomic(d / io::kRendezvousSecretFile, io::new_secret() + "\n", 0600).ok());
   auto ok = run_ranks(2, d, fast_args("tiny-dense"));
   expect_all_exit(ok, 0);
-  EXPECT_EQ(ok[0].of_type("step").size(), 4u);
+  EXPECT_EQ(ok[0].of_type("done").size(), 1u) << ok[0].stderr_text;
   fs::permissions(d / io::kRendezvousSecretFile, fs::perms::others_read, fs::perm_options::add);
   fs::remove_all(d / "checkpoints");
   auto open = run_ranks(2, d, fast_args("tiny-dense"));
