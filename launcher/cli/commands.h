@@ -53,6 +53,7 @@ struct SupervisorFlags {
   std::vector<std::string> phase_timeouts;  // --phase-timeout PHASE=SECONDS (repeatable)
   std::string health_check;                 // --health-check CMD (shell syntax, no shell)
   double stop_grace_s = 5;                  // --stop-grace
+  double end_margin_s = 0;                  // --end-margin (0: derived; verl: self_save.h's 180 s)
   int min_nodes = 0;       // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
   int spare_nodes = 0;     // --spare-nodes: the job asks for this many more nodes (submit)
   bool export_hf = false;  // --export-hf: <run_dir>/hf after the run succeeded (grpo-trainer)

@@ -305,6 +305,7 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
       c.hang.phases.fixed[p->first] = p->second;
   }
   c.stop_grace_s = f.stop_grace_s;
+  c.end_margin_s = f.end_margin_s;
   c.health_check = f.health_check;
   c.export_hf = f.export_hf && embedded;
   c.health_gpus = plan.cluster.device.vendor == core::DeviceVendor::kNvidia;

@@ -124,6 +124,12 @@ void add_supervisor_options(CLI::App* app, grpo::cli::LaunchArgs& args) {
   app->add_option("--stop-grace", f.stop_grace_s, "Seconds between SIGTERM and SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
       ->group(group);
+  app->add_option("--end-margin", f.end_margin_s,
+                  "Yield this many seconds before the job's end time (default: derived from the "
+                  "step and checkpoint times; --engine verl: 180, the time verl is told to save "
+                  "before)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->group(group);
   app->add_option("--min-nodes", f.min_nodes,
                   "Fewest nodes to continue on after losing nodes (default: 1 for grpo-trainer)")
       ->check(CLI::Range(0, 16384))

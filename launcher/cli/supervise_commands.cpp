@@ -42,6 +42,19 @@ using core::make_error;
 
 namespace {
 
+// What VerlRunner needs from verl.json and supervisor.json (the end time and nodes are added
+// where they are known).
+supervise::VerlRunnerOptions verl_runner_options(const supervise::VerlRunInfo& info,
+                                                 const supervise::SupervisorConfig& config) {
+  supervise::VerlRunnerOptions o;
+  o.end_reserve_s = config.end_margin_s;
+  o.checkpoint_dir = info.checkpoint_dir;
+  o.resume_mode = info.resume_mode;
+  o.hdfs = info.hdfs;
+  o.submitted = info.submitted;
+  return o;
+}
+
 core::Result<nlohmann::json> read_json(const fs::path& path) {
   GRPO_TRY(const std::string text, io::read_file(path));
   auto j = nlohmann::json::parse(text, nullptr, false);
@@ -188,10 +201,10 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
       if (const char* t = std::getenv("GRPO_VERL_END_TIME"); t != nullptr && *t != '\0') {
         end = std::strtod(t, nullptr);
       }
+      supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
+      vo.end_time = [end]() -> std::optional<double> { return end; };
       runner = std::make_unique<supervise::VerlRunner>(
-          std::make_unique<supervise::LocalRunner>(false),
-          [end]() -> std::optional<double> { return end; }, std::vector<std::string>{},
-          verl->checkpoint_dir);
+          std::make_unique<supervise::LocalRunner>(false), std::move(vo));
     }
   } else {
     auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
@@ -226,13 +239,14 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
     job = std::make_unique<supervise::SlurmJobControl>(*lib, processes, jo);
     if (verl) {
       supervise::JobControl* control = job.get();
+      supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
+      vo.end_time = [control]() -> std::optional<double> {
+        auto end = control->end_time();
+        return end.ok() ? end.value() : std::nullopt;
+      };
+      vo.nodes = info->nodes;
       runner = std::make_unique<supervise::VerlRunner>(
-          std::make_unique<supervise::LocalRunner>(false),
-          [control]() -> std::optional<double> {
-            auto end = control->end_time();
-            return end.ok() ? end.value() : std::nullopt;
-          },
-          info->nodes, verl->checkpoint_dir);
+          std::make_unique<supervise::LocalRunner>(false), std::move(vo));
     }
     std::string nodes_text;
     for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
@@ -246,8 +260,12 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr, nullptr};
   if (verl) {
     // verl's own checkpoints (global_step_N, latest_checkpointed_iteration.txt) are the progress.
+    // Only the run's own: a tracker written before the run was submitted is another run's.
     const fs::path dir = verl->checkpoint_dir;
-    deps.newest_checkpoint = [dir]() { return supervise::newest_verl_checkpoint(dir); };
+    const double since = verl->submitted;
+    deps.newest_checkpoint = [dir, since]() {
+      return supervise::newest_verl_checkpoint(dir, since);
+    };
   }
   // Node health before every (re)start (docs/supervisor.md, "Node health"): here in-process,
   // under Slurm one srun step over the attempt's nodes, one `grpo-launch health-check` task each.

@@ -2,6 +2,8 @@
 // run inside the allocation under the supervisor. `check` must pass first; then the run directory
 // holds the batch script (templates/sbatch.mustache, one task per node), verl-attempt.sh (Ray and
 // the driver, core/verl_job.h) and verl.json (what supervise needs to know).
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -41,6 +43,7 @@ struct VerlPrepared {
   std::map<std::string, std::string> files;
   std::string script;  // job.sbatch
   core::RunSpec run;
+  std::vector<std::string> notes;  // what submit changed in the driver's overrides
 };
 
 CheckArgs check_args_for(const LaunchArgs& args) {
@@ -172,12 +175,22 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
   // Until its first step line verl prints nothing the supervisor reads: the start-up limit
   // (not --hang-timeout) applies to that silence; from then on the steps' intervals do.
   sc.hang.checkpoint_progress_s = sc.hang.startup_s;
+  // verl saves before the time it is given (docs/verl.md "The save before the end"), prints
+  // its steps (console is in trainer.logger), and its attempt script stops Ray on SIGTERM.
+  sc.saves_before_end = true;
+  sc.reports_steps = true;
+  sc.stop_grace_s = std::max(sc.stop_grace_s, 30.0);
 
   supervise::VerlRunInfo info;
   info.script = fs::absolute(args.script, ec).lexically_normal().string();
   info.checkpoint_dir = ckpt;
   info.nodes = nodes;
   info.gpus_per_node = run.gpus_per_node;
+  info.resume_mode = driver.resume_mode;
+  info.hdfs = driver.hdfs;
+  info.submitted =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  p.notes = driver.notes;
 
   nlohmann::json env_json = {{"job", nlohmann::json::object()}, {"nodes", nlohmann::json::array()}};
   for (const auto& [k, v] : driver.env) env_json["job"][k] = v;
@@ -220,6 +233,7 @@ int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
   auto prepared = prepare_verl(global, args, report, parsed);
   if (!prepared.ok()) return fail(prepared.error());
   const VerlPrepared& p = prepared.value();
+  for (const auto& n : p.notes) std::cerr << "grpo-launch: note: " << n << "\n";
   if (!submit || args.plan.dry_run) {
     std::cout << p.script;
     if (args.plan.dry_run) std::cout << "\n# verl-attempt.sh\n" << p.files.at("verl-attempt.sh");

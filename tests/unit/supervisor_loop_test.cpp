@@ -529,6 +529,96 @@ TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
   EXPECT_EQ(h.of("checkpoint_saved").back()["reason"], "request");
 }
 
+// A trainer that saves by itself before the time it is given (verl, self_save.h; --end-margin
+// 45 s): save_by = E - 45, decide_at = E - 35, deadline = E - 15. It is never asked for a
+// checkpoint (no USR2, no early SIGTERM); the supervisor yields at decide_at.
+struct SelfSaving : Harness {
+  explicit SelfSaving(const std::string& name) : Harness(name) {
+    job.slurm = true;
+    job.nodes = {"n1"};
+    opts.ranks_per_node = 1;
+    opts.config.contract = TrainerContract::kExternal;
+    opts.config.micro_batch.reset();
+    opts.config.saves_before_end = true;
+    opts.config.reports_steps = true;
+    opts.config.end_margin_s = 45;
+    opts.config.total_steps = 500;
+    job.end = clock.wall() + 100;  // decide_at: t = 65
+  }
+};
+
+TEST(SupervisorLoop, SelfSavingTrainerYieldsAtItsTimeWithoutASignalFirst) {
+  SelfSaving h("selfsave");
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
+  a.checkpoint_on_usr2.reset();
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitRequeue);
+  const auto f = h.of("failure").front();
+  EXPECT_EQ(f["reason"], "end time");
+  // Only the SIGTERM that stops it, sent at decide_at (t = 65 s: 64 steps done).
+  ASSERT_FALSE(h.runner.signals().empty());
+  EXPECT_EQ(h.runner.signals().front().second, SIGTERM);
+  const auto steps = h.of("step");
+  EXPECT_GE(steps.back()["step"].get<int>(), 63);
+  EXPECT_LE(steps.back()["step"].get<int>(), 66);
+}
+
+TEST(SupervisorLoop, SelfSavingTrainerIsAwaitedWhileItSaves) {
+  SelfSaving h("selfsave-wait");
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
+  a.checkpoint_on_usr2.reset();
+  sim_fault(a, 0, 65, std::nullopt);  // no step line while it saves (verl logs after the save)
+  // A save begins at t = 64.7 (before decide_at) and lands at t = 80 (before the deadline, 85).
+  sim_emit(a, 64.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 65}});
+  sim_emit(a, 80.0, 0, {{"type", "checkpoint_saved"}, {"step", 65}, {"reason", "verl"}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitRequeue);
+  const auto saved = h.of("checkpoint_saved");
+  ASSERT_EQ(saved.size(), 1u) << "the supervisor stopped before the save landed";
+  EXPECT_EQ(saved[0]["step"], 65);
+  EXPECT_EQ(h.runner.signals().front().second, SIGTERM);
+}
+
+TEST(SupervisorLoop, SelfSavingTrainerIsStoppedAtTheDeadline) {
+  SelfSaving h("selfsave-deadline");
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
+  a.checkpoint_on_usr2.reset();
+  sim_fault(a, 0, 65, std::nullopt);
+  sim_emit(a, 64.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 65}});
+  sim_emit(a, 95.0, 0, {{"type", "checkpoint_saved"}, {"step", 65}, {"reason", "verl"}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_TRUE(h.of("checkpoint_saved").empty()) << "waited past the deadline (E - 15 s)";
+}
+
+TEST(SupervisorLoop, SelfSavingTrainerWaitsOutAnEarlyUsr2) {
+  SelfSaving h("selfsave-usr2");
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
+  a.checkpoint_on_usr2.reset();
+  h.push(a);
+  h.signals.push(SIGUSR2, 200);  // ~20 s in: long before decide_at
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_EQ(h.of("failure").front()["reason"], "end time");
+  for (const auto& [attempt, sig] : h.runner.signals()) EXPECT_NE(sig, SIGUSR2);
+  EXPECT_GE(h.of("step").back()["step"].get<int>(), 63);
+}
+
+TEST(SupervisorLoop, ExitZeroWithoutAStepIsNoSuccessForATrainerThatReportsSteps) {
+  Harness h("nostep");
+  h.opts.ranks_per_node = 1;
+  h.opts.config.contract = TrainerContract::kExternal;
+  h.opts.config.micro_batch.reset();
+  h.opts.config.reports_steps = true;
+  SimAttempt quick;
+  quick.actions.push_back(SimAction{0.5, 0, SimExit{Exited{0}}});
+  h.push(quick);
+  h.push(sim_trainer(1, 0, 10, 0.5, 5));
+  EXPECT_EQ(h.run(), kExitSucceeded);
+  const auto f = h.of("failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]["class"], "incomplete");
+}
+
 TEST(SupervisorLoop, StragglerIsReportedOnceWithAWarning) {
   Harness h("straggler");
   SimAttempt a = Harness::attempt();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,10 +69,14 @@ TEST(VerlDriver, ReadsTheCommandAndItsOverrides) {
   ASSERT_TRUE(d.ok()) << d.error().str();
   EXPECT_EQ(d->command, (std::vector<std::string>{"python3", "-m", "verl.trainer.main_ppo"}));
   // resume_mode is the attempt script's (kept aside); "$@" is dropped.
+  // No save_freq: set to total / 10 (verl's -1 saves nothing), with a note.
   EXPECT_EQ(d->overrides,
-            (std::vector<std::string>{"actor_rollout_ref.actor.optim.lr=1e-6",
-                                      "trainer.default_local_dir=/ckpt/run1",
-                                      "trainer.total_training_steps=40", "+trainer.extra=a b"}));
+            (std::vector<std::string>{
+                "actor_rollout_ref.actor.optim.lr=1e-6", "trainer.default_local_dir=/ckpt/run1",
+                "trainer.total_training_steps=40", "+trainer.extra=a b", "trainer.save_freq=4"}));
+  EXPECT_EQ(d->save_freq, 4);
+  ASSERT_EQ(d->notes.size(), 1u);
+  EXPECT_EQ(d->notes[0].rfind("trainer.save_freq=4 (was -1): ", 0), 0u) << d->notes[0];
   EXPECT_EQ(d->resume_mode, "disable");
   EXPECT_EQ(d->checkpoint_dir, "/ckpt/run1");
   EXPECT_EQ(d->total_steps, 40);
@@ -88,7 +93,55 @@ TEST(VerlDriver, DropsWhatRunsTheDriverElsewhere) {
   auto d = verl_driver(script);
   ASSERT_TRUE(d.ok()) << d.error().str();
   EXPECT_EQ(d->command, (std::vector<std::string>{"python3", "-u", "-m", "verl.trainer.main_ppo"}));
-  EXPECT_EQ(d->overrides, (std::vector<std::string>{"a.b=1"}));
+  EXPECT_EQ(d->overrides, (std::vector<std::string>{"a.b=1", "trainer.save_freq=10"}));
+}
+
+// The rules of verl_driver (docs/verl.md "What submit changes"), each with the verl or Ray source
+// that makes it necessary.
+TEST(VerlDriver, RulesMakeTheRunSupervisable) {
+  auto rules = [](const std::string& args) {
+    return verl_driver(read_or_fail("python3 -m verl.trainer.main_ppo " + args + "\n"));
+  };
+  // tracking.py: step lines only with console among the loggers.
+  for (const char* logger : {"'[\"wandb\"]'", "\"['wandb','swanlab']\"", "wandb", "'[wandb]'"}) {
+    auto d = rules(std::string("trainer.logger=") + logger + " trainer.save_freq=5");
+    ASSERT_TRUE(d.ok()) << logger << ": " << d.error().str();
+    EXPECT_EQ(d->overrides[0].rfind("trainer.logger=[\"console\",\"wandb\"", 0), 0u)
+        << d->overrides[0];
+    ASSERT_EQ(d->notes.size(), 1u) << logger;
+  }
+  for (const char* logger : {"'[\"console\",\"wandb\"]'", "console", "'[console]'"}) {
+    auto d = rules(std::string("trainer.logger=") + logger + " trainer.save_freq=5");
+    ASSERT_TRUE(d.ok()) << d.error().str();
+    EXPECT_TRUE(d->notes.empty()) << logger;  // already there: unchanged
+  }
+  auto interp = rules("'trainer.logger=${oc.env:LOGGERS}'");
+  ASSERT_FALSE(interp.ok());
+  EXPECT_NE(interp.error().message.find("cannot tell whether it holds \"console\""),
+            std::string::npos);
+  // save_freq: kept when positive, replaced in place when <= 0, refused when not a number.
+  auto kept = rules("trainer.save_freq=7 trainer.total_training_steps=100");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->save_freq, 7);
+  EXPECT_TRUE(kept->notes.empty());
+  auto neg = rules("trainer.save_freq=-1 trainer.total_training_steps=5");
+  ASSERT_TRUE(neg.ok());
+  EXPECT_EQ(neg->overrides[0], "trainer.save_freq=1");
+  EXPECT_FALSE(rules("trainer.save_freq=often").ok());
+  // worker.py init: joining a cluster refuses num_cpus / num_gpus / ...; null is verl's default.
+  auto ray = rules(
+      "ray_kwargs.ray_init.num_cpus=8 +ray_kwargs.ray_init.num_gpus=8 "
+      "ray_kwargs.ray_init.num_cpus=null ray_kwargs.ray_init.runtime_env.x=1 trainer.save_freq=1");
+  ASSERT_TRUE(ray.ok());
+  EXPECT_EQ(ray->overrides, (std::vector<std::string>{"ray_kwargs.ray_init.num_cpus=null",
+                                                      "ray_kwargs.ray_init.runtime_env.x=1",
+                                                      "trainer.save_freq=1"}));
+  EXPECT_EQ(ray->notes.size(), 2u);
+  // ray_trainer.py _load_checkpoint raises with default_hdfs_dir: noted, kept.
+  auto hdfs = rules("trainer.default_hdfs_dir=hdfs://x trainer.save_freq=1");
+  ASSERT_TRUE(hdfs.ok());
+  EXPECT_TRUE(hdfs->hdfs);
+  EXPECT_FALSE(rules("trainer.default_hdfs_dir=null trainer.save_freq=1")->hdfs);
 }
 
 TEST(VerlDriver, RefusesWhatIsOnlyKnownWhenTheScriptRuns) {
@@ -198,7 +251,7 @@ TEST(VerlHostile, ValuesReachTheDriverVerbatim) {
   EXPECT_EQ(argv, (std::vector<std::string>{"trainer.experiment_name=it's a \"run\" " + evil,
                                             "data.train_files=/data/my files/*.parquet\nnext line",
                                             "trainer.nnodes=1", "trainer.total_training_steps=1",
-                                            "trainer.save_freq=-1",
+                                            "trainer.save_freq=1",
                                             "trainer.default_local_dir=" + o.checkpoint_dir}));
   EXPECT_EQ(d->env.front().first, "HOSTILE_ENV");
   EXPECT_EQ(d->env.front().second, "x " + evil + " 'q' \"d\"");
@@ -218,22 +271,54 @@ TEST(VerlStepLine, ConsoleLinesBecomeStepEvents) {
       "\x1b[36m(TaskRunner pid=4711)\x1b[0m step:12 - training/global_step:12 - "
       "actor/pg_loss:np.float64(-0.25) - actor/kl_loss:0.001 - critic/score/mean:0.625 - "
       "timing_s/step:41.5 - perf/total_num_tokens:40960 - perf/throughput:1234.5 - "
-      "val-core/openai/gsm8k/reward/mean@1:0.5 - actor/entropy:nan");
+      "val-core/openai/gsm8k/reward/mean@1:0.5 - actor/entropy:nan - timing_s/testing:3.5 - "
+      "timing_s/save_checkpoint:20");
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ((*e)["type"], "step");
   EXPECT_EQ((*e)["step"], 12);
   EXPECT_DOUBLE_EQ((*e)["pg_loss"].get<double>(), -0.25);
   EXPECT_DOUBLE_EQ((*e)["kl"].get<double>(), 0.001);
   EXPECT_DOUBLE_EQ((*e)["reward_mean"].get<double>(), 0.625);
-  EXPECT_DOUBLE_EQ((*e)["wall_s"].get<double>(), 41.5);
+  // ray_trainer.py fit times validation and the save apart from timing_s/step: wall_s has all.
+  EXPECT_DOUBLE_EQ((*e)["wall_s"].get<double>(), 65.0);
   EXPECT_DOUBLE_EQ((*e)["step_s"].get<double>(), 41.5);
   EXPECT_EQ((*e)["tokens"], 40960);
   EXPECT_DOUBLE_EQ((*e)["val_reward"].get<double>(), 0.5);
   EXPECT_FALSE(e->contains("entropy"));  // nan is dropped
   // Without a prefix, and with only the step.
-  const auto bare = parse_verl_step_line("step:3");
+  const auto bare = parse_verl_step_line("step:3 - training/global_step:3");
   ASSERT_TRUE(bare.has_value());
   EXPECT_EQ((*bare)["step"], 3);
+  // fit's validation before training is logged at the loaded step: not a training step.
+  EXPECT_FALSE(
+      parse_verl_step_line("(TaskRunner pid=7) step:0 - val-core/gsm8k/reward/mean@1:0.1"));
+  EXPECT_FALSE(parse_verl_step_line("step:3"));
+}
+
+TEST(VerlStepLine, SaveLinesAreRecognised) {
+  EXPECT_TRUE(is_verl_save_line("(TaskRunner pid=3) local_global_step_folder: ckpt/global_step_4"));
+  EXPECT_TRUE(is_verl_save_line("Force saving checkpoint: ESI instance expiration approaching."));
+  EXPECT_FALSE(is_verl_save_line("step:4 - training/global_step:4"));
+}
+
+TEST(VerlResume, TheScriptsModeUntilTheRunSavedThenAuto) {
+  const std::filesystem::path dir = "/ckpt";
+  // No checkpoint of the run's own: the script's mode, whatever it is.
+  for (const std::string mode : {"disable", "resume_path", "auto", ""}) {
+    const auto r = verl_resume_for(-1, mode, false, dir);
+    EXPECT_EQ(r.mode, mode);
+    EXPECT_EQ(r.step, -1);
+  }
+  // A checkpoint of its own: auto (verl loads the tracker's), whatever the script said.
+  for (const std::string mode : {"disable", "resume_path", ""}) {
+    const auto r = verl_resume_for(8, mode, false, dir);
+    EXPECT_EQ(r.mode, "auto");
+    EXPECT_EQ(r.step, 8);
+    EXPECT_NE(r.from.find("/ckpt/global_step_8"), std::string::npos) << r.from;
+  }
+  // default_hdfs_dir: verl raises for anything but disable; the script's mode stays.
+  EXPECT_EQ(verl_resume_for(8, "disable", true, dir).mode, "disable");
+  EXPECT_EQ(verl_resume_for(8, "disable", true, dir).step, -1);
 }
 
 TEST(VerlStepLine, OtherLinesAreNotSteps) {
@@ -251,10 +336,22 @@ TEST(VerlCheckpoint, NewestFromTheTracker) {
   fs::remove_all(dir);
   EXPECT_EQ(newest_verl_checkpoint(dir), -1);
   fs::create_directories(dir / "global_step_4");
+  std::ofstream(dir / "global_step_4" / "data.pt") << "x";
   std::ofstream(dir / "latest_checkpointed_iteration.txt") << "6";
   EXPECT_EQ(newest_verl_checkpoint(dir), -1);  // global_step_6 is not there
   std::ofstream(dir / "latest_checkpointed_iteration.txt") << "4\n";
+  EXPECT_EQ(newest_verl_checkpoint(dir), -1);  // only the driver's data.pt: no model state
+  fs::create_directories(dir / "global_step_4" / "actor");
+  EXPECT_EQ(newest_verl_checkpoint(dir), -1);  // an empty actor/
+  std::ofstream(dir / "global_step_4" / "actor" / "model_world_size_1_rank_0.pt") << "x";
   EXPECT_EQ(newest_verl_checkpoint(dir), 4);
+  // Written before the run was submitted: another run's.
+  const auto mtime = fs::last_write_time(dir / "latest_checkpointed_iteration.txt");
+  fs::last_write_time(dir / "latest_checkpointed_iteration.txt", mtime - std::chrono::hours(1));
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_EQ(newest_verl_checkpoint(dir, now - 60), -1);
+  EXPECT_EQ(newest_verl_checkpoint(dir, now - 7200), 4);
   fs::remove_all(dir);
 }
 

@@ -1,8 +1,11 @@
 #include "grpo/core/verl_job.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "grpo/core/shell_quote.h"
+#include "grpo/core/text.h"
 
 namespace grpo::core {
 
@@ -53,6 +56,118 @@ std::string comment_text(const std::string& text) {
   std::string out;
   for (char c : text) out.push_back(c == '\n' || c == '\r' ? ' ' : c);
   return out;
+}
+
+// The items of a Hydra list value as verl's logger takes it: [a,b], ['a', "b"], or one name.
+std::optional<std::vector<std::string>> hydra_names(const std::string& value) {
+  if (value.find("${") != std::string::npos) return std::nullopt;  // an interpolation
+  std::string v(trim(value));
+  const bool list = v.size() >= 2 && v.front() == '[' && v.back() == ']';
+  if (list) v = v.substr(1, v.size() - 2);
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    const auto comma = v.find(',', pos);
+    std::string item(
+        trim(v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    pos = comma == std::string::npos ? v.size() + 1 : comma + 1;
+    if (item.size() >= 2 && (item.front() == '\'' || item.front() == '"') &&
+        item.back() == item.front()) {
+      item = item.substr(1, item.size() - 2);
+    }
+    if (item.empty()) {
+      if (list && out.empty() && comma == std::string::npos) break;  // []
+      return std::nullopt;
+    }
+    if (!std::all_of(item.begin(), item.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        })) {
+      return std::nullopt;
+    }
+    out.push_back(item);
+  }
+  return out;
+}
+
+bool is_null(const std::string& v) {
+  const std::string t(trim(v));
+  return t.empty() || t == "null" || t == "None" || t == "~";
+}
+
+// The rules of verl_driver's header comment, on the overrides read.
+Status supervision_rules(VerlDriver& d) {
+  const SourceLocation where{d.file, d.line, 0};
+  bool logger_seen = false, save_seen = false;
+  std::vector<std::string> kept;
+  for (std::string& o : d.overrides) {
+    const std::string key = key_of(o);
+    const std::string value = value_of(o);
+    if (key == "trainer.logger") {
+      logger_seen = true;
+      auto names = hydra_names(value);
+      if (!names) {
+        return make_error(ErrorKind::kInvalidValue,
+                          "trainer.logger=" + printable(value) +
+                              ": cannot tell whether it holds \"console\" (write the list, "
+                              "e.g. trainer.logger='[\"console\",\"wandb\"]')",
+                          where);
+      }
+      if (std::find(names->begin(), names->end(), "console") == names->end()) {
+        names->insert(names->begin(), "console");
+        std::string list;
+        for (const auto& n : *names) list += (list.empty() ? "" : ",") + ("\"" + n + "\"");
+        o = o.substr(0, o.find('=') + 1) + "[" + list + "]";
+        d.notes.push_back(
+            "trainer.logger gets \"console\": its step lines are what the supervisor watches");
+      }
+    } else if (key == "trainer.save_freq") {
+      save_seen = true;
+      const std::string v(trim(value));
+      const bool negative = !v.empty() && v.front() == '-';
+      const std::string digits = negative ? v.substr(1) : v;
+      if (digits.empty() || digits.size() > 9 ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return make_error(ErrorKind::kInvalidValue,
+                          "trainer.save_freq=" + printable(value) + " is not a whole number",
+                          where);
+      }
+      d.save_freq = negative ? -std::stoll(digits) : std::stoll(digits);
+    } else if (key == "trainer.default_hdfs_dir" && !is_null(value)) {
+      d.hdfs = true;
+      d.notes.push_back(
+          "trainer.default_hdfs_dir is set: verl cannot resume from it (ray_trainer.py "
+          "_load_checkpoint raises NotImplementedError), so every restart starts from the base "
+          "model");
+    } else if (key.rfind("ray_kwargs.ray_init.", 0) == 0 && !is_null(value)) {
+      const std::string name = key.substr(std::string("ray_kwargs.ray_init.").size());
+      if (name == "num_cpus" || name == "num_gpus" || name == "resources" || name == "labels" ||
+          name == "object_store_memory" || name == "_node_name") {
+        d.notes.push_back(o +
+                          " dropped: ray.init refuses it when joining the job's Ray cluster, "
+                          "whose nodes get the allocation's CPUs and GPUs");
+        continue;
+      }
+    }
+    kept.push_back(std::move(o));
+  }
+  d.overrides = std::move(kept);
+  (void)logger_seen;  // verl's default logger is ["console", "wandb"]
+  if (!save_seen || d.save_freq <= 0) {
+    const std::int64_t was = save_seen ? d.save_freq : -1;
+    d.save_freq = d.total_steps > 0 ? std::max<std::int64_t>(1, d.total_steps / 10) : 10;
+    const std::string set = "trainer.save_freq=" + std::to_string(d.save_freq);
+    auto it = std::find_if(d.overrides.begin(), d.overrides.end(),
+                           [](const std::string& o) { return key_of(o) == "trainer.save_freq"; });
+    if (it != d.overrides.end()) {
+      *it = set;
+    } else {
+      d.overrides.push_back(set);
+    }
+    d.notes.push_back(set + " (was " + std::to_string(was) +
+                      "): verl saves nothing without it, not even before the job's end, and "
+                      "every restart would start over");
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -119,6 +234,7 @@ Result<VerlDriver> verl_driver(const ParsedScript& script) {
       }
       d.env.emplace_back(name, a.value.text);
     }
+    GRPO_TRY_STATUS(supervision_rules(d));
     return d;
   }
   return make_error(ErrorKind::kParse,
@@ -135,10 +251,12 @@ Result<std::string> verl_attempt_script(const VerlDriver& driver, const VerlAtte
   s += "#!/bin/bash\n";
   s += "# Generated by grpo-launch " + comment_text(o.version) + ": one attempt of the verl run " +
        "of " + comment_text(driver.file) + ":" + std::to_string(driver.line) + ".\n";
-  s += R"(# `grpo-launch supervise` runs it once per attempt on the batch host (the Ray head): it
-# stops what an earlier attempt left of Ray, starts the head here and one `ray start --block`
-# per other node through srun, waits until `ray status` counts every node, runs the driver and
-# tears Ray down again. Ports and the temp dir are this job's own. docs/verl.md.
+  s += R"(# `grpo-launch supervise` runs it once per attempt on the batch host (the Ray head):
+#   verl-attempt.sh [--attempt N] [--resume-mode MODE]
+# It ends what an earlier attempt of this run left of Ray (only that: the processes naming that
+# attempt's temp dir), starts the head here with a fresh temp dir (mktemp) and one
+# `ray start --block` per other node in its own srun step, waits until `ray status` counts every
+# node, runs the driver and stops its own Ray nodes again. docs/verl.md.
 set -u
 )";
   s += "nodes=" + std::to_string(o.nodes) + "\n";
@@ -151,34 +269,41 @@ set -u
     s += "  " + shell_quote("trainer.default_local_dir=" + o.checkpoint_dir) + "\n";
   }
   s += ")\n";
-  s += "first_resume_mode=" + shell_quote(driver.resume_mode) + "\n";
+  s += "resume_mode=" + shell_quote(driver.resume_mode) + "\n";
   s += R"DELIM(ray=ray
 srun=srun
-attempt=${GRPO_ATTEMPT:-1}
+attempt=1
 log() { echo "grpo-launch verl: $*" >&2; }
 # Telemetry for the supervisor (docs/telemetry.md) on stdout: `done` when the driver finished
 # (the teardown that follows is not a hang), `ERROR` when the attempt failed.
 event() { printf '%s\n' "$1"; }
 
-# This job's ports and temp dir: 256 ports per job, from its job id (locally the supervisor's
-# pid), between 12000 and 32767 (below Linux's ephemeral range); two jobs collide only when
-# their ids are equal modulo 80 and they share a node. The temp dir stays short: Ray's unix
-# sockets live below it and a socket path may not exceed 107 bytes.
+# This job's ports: 256 per job, from its job id (locally the supervisor's pid), between 12000
+# and 32767 (below Linux's ephemeral range); two jobs collide only when their ids are equal
+# modulo 80 and they share a node. Every port Ray opens is one of them except the autoscaler's
+# metrics port (44217, no flag). docs/verl.md lists them.
 key=${SLURM_JOB_ID:-$PPID}
 [[ $key =~ ^[0-9]+$ ]] || key=0
 base=$((12000 + (key % 80) * 256))
-temp_dir=/tmp/grpo-ray-${SLURM_JOB_ID:-local$PPID}
 node_args=(--num-gpus="$gpus_per_node"
   --node-manager-port=$((base + 2)) --object-manager-port=$((base + 3))
   --dashboard-agent-listen-port=$((base + 5)) --dashboard-agent-grpc-port=$((base + 6))
   --metrics-export-port=$((base + 7)) --runtime-env-agent-port=$((base + 8))
   --min-worker-port=$((base + 16)) --max-worker-port=$((base + 255)))
+cpus=${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-$(nproc)}}
 
 if [[ ${1:-} == --ray-node ]]; then
-  # A worker node, inside its own srun step: Ray in the foreground until the step ends.
-  exec "$ray" start --address="$2" --num-cpus="${SLURM_CPUS_ON_NODE:-$(nproc)}" \
-    "${node_args[@]}" --block
+  # A worker node, inside its own srun step: Ray in the foreground until the step ends (Slurm
+  # ends every process of the step with it).
+  exec "$ray" start --address="$2" --num-cpus="$cpus" "${node_args[@]}" --block
 fi
+while (($#)); do
+  case $1 in
+    --attempt) attempt=$2; shift 2 ;;
+    --resume-mode) resume_mode=$2; shift 2 ;;
+    *) log "unknown argument: $1"; exit 2 ;;
+  esac
+done
 
 # The nodes: the supervisor passes the allocation (GRPO_VERL_NODES); without it, Slurm's node
 # list; without Slurm, this machine only.
@@ -198,33 +323,49 @@ if ((${#workers[@]} + 1 < nodes)); then
 fi
 workers=("${workers[@]:0:nodes-1}")
 
-stop_ray() {
-  "$ray" stop --force >/dev/null 2>&1
-  if ((${#workers[@]} > 0)); then
-    local list
-    list=$(IFS=,; echo "${workers[*]}")
-    "$srun" --nodes=${#workers[@]} --ntasks=${#workers[@]} --ntasks-per-node=1 \
-      --nodelist="$list" --overlap "$ray" stop --force >/dev/null 2>&1
-  fi
+# Ray's processes name their temp dir (raylet --session_dir, gcs_server, the workers), so what an
+# attempt left behind (its `ray start --block` killed with SIGKILL) is found by it: this user's
+# processes only, never another job's or user's (`ray stop` would stop every Ray process on the
+# node: ray/scripts/scripts.py stop). The temp dirs of this run's attempts are listed in
+# $run_dir/ray-temp-dirs. A short name: Ray's unix sockets live below it (107 bytes at most).
+end_leftovers() { # temp dirs...
+  local d i
+  for d in "$@"; do
+    [[ $d == /tmp/grpo-ray-* && -d $d ]] || continue
+    pkill -TERM -u "$(id -u)" -f -- "$d" 2>/dev/null
+    for ((i = 0; i < 50; i++)); do
+      pgrep -u "$(id -u)" -f -- "$d" >/dev/null || break
+      sleep 0.1
+    done
+    pkill -KILL -u "$(id -u)" -f -- "$d" 2>/dev/null
+    rm -rf -- "$d"
+  done
 }
+if [[ -f $run_dir/ray-temp-dirs ]]; then
+  mapfile -t earlier <"$run_dir/ray-temp-dirs"
+  end_leftovers "${earlier[@]}"
+fi
+temp_dir=$(mktemp -d /tmp/grpo-ray-XXXXXX) || { log "cannot create a temp dir in /tmp"; exit 2; }
+printf '%s\n' "$temp_dir" >>"$run_dir/ray-temp-dirs"
 
 driver_pid= torn_down=
 ray_pids=()
+# Stops what this attempt started: the driver, then every Ray node's `ray start --block` (which
+# stops its raylet, GCS and workers on SIGTERM: ray/_private/node.py kill_all_processes; a worker
+# node's srun step ends with it), then anything still naming the temp dir.
 teardown() {
   [[ -n $torn_down ]] && return
   torn_down=1
   [[ -n $driver_pid ]] && kill -TERM "$driver_pid" 2>/dev/null
-  stop_ray
+  local p
   for p in "${ray_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   wait
+  end_leftovers "$temp_dir"
 }
 trap 'teardown; exit 143' TERM
 trap 'teardown; exit 130' INT
 trap 'teardown; exit 129' HUP
 trap '' USR2 # verl saves on its own before the end (MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP)
-
-# What an earlier attempt (killed, or lost with its node) left of Ray goes first.
-stop_ray
 
 ip=127.0.0.1
 if [[ -n ${SLURM_JOB_ID:-} ]]; then
@@ -235,7 +376,7 @@ address=$ip:$base
 log "attempt $attempt: Ray head on $here ($address, temp dir $temp_dir), ${#workers[@]} worker node(s)"
 "$ray" start --head --node-ip-address="$ip" --port="$base" --dashboard-port=$((base + 1)) \
   --ray-client-server-port=$((base + 4)) --temp-dir="$temp_dir" \
-  --num-cpus="${SLURM_CPUS_ON_NODE:-$(nproc)}" "${node_args[@]}" --block &
+  --num-cpus="$cpus" "${node_args[@]}" --block &
 ray_pids+=($!)
 
 # `ray status` counts the nodes that joined; wait_for N waits until N have (exit 3 when a Ray
@@ -266,24 +407,22 @@ wait_for() {
     sleep 0.5
   done
 }
-# The workers join a head that answers.
+# The workers join a head that answers; each gets the node's CPUs (a step asks for one CPU per
+# task unless told) and shares the allocation with the batch step (--overlap).
 wait_for 1
 for n in "${workers[@]}"; do
-  "$srun" --nodes=1 --ntasks=1 --nodelist="$n" --overlap --kill-on-bad-exit=1 \
-    "$0" --ray-node "$address" &
+  "$srun" --nodes=1 --ntasks=1 --nodelist="$n" --cpus-per-task="$cpus" --overlap \
+    --kill-on-bad-exit=1 "$0" --ray-node "$address" &
   ray_pids+=($!)
 done
 # Every node must join before the driver starts.
 wait_for "$nodes"
 log "Ray is up: $joined node(s)"
 
-# The driver, on the head. A restart resumes from verl's newest checkpoint.
+# The driver, on the head, with the resume mode the supervisor chose (the script's own until the
+# run has saved a checkpoint of its own, then auto: docs/verl.md "Restarts").
 resume=()
-if ((attempt > 1)); then
-  resume=(trainer.resume_mode=auto)
-elif [[ -n $first_resume_mode ]]; then
-  resume=("trainer.resume_mode=$first_resume_mode")
-fi
+[[ -n $resume_mode ]] && resume=("trainer.resume_mode=$resume_mode")
 export RAY_ADDRESS=$address
 PYTHONUNBUFFERED=1 "${driver[@]}" "${overrides[@]}" "${resume[@]}" &
 driver_pid=$!

@@ -13,6 +13,7 @@
 #include "grpo/core/overloaded.h"
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/output_parsing.h"
+#include "grpo/supervise/self_save.h"
 #include "grpo/supervise/step_aggregate.h"
 
 namespace grpo::supervise {
@@ -73,6 +74,8 @@ json supervisor_config_to_json(const SupervisorConfig& c) {
   j["stop_grace_s"] = c.stop_grace_s;
   j["checkpoint_timeout_s"] = c.checkpoint_timeout_s;
   j["end_margin_s"] = c.end_margin_s;
+  j["saves_before_end"] = c.saves_before_end;
+  j["reports_steps"] = c.reports_steps;
   j["health_check"] = c.health_check;
   j["health_gpus"] = c.health_gpus;
   j["mtbf_prior_s"] = c.mtbf_prior_s;
@@ -149,6 +152,8 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const json& j, const 
     c.stop_grace_s = j.value("stop_grace_s", c.stop_grace_s);
     c.checkpoint_timeout_s = j.value("checkpoint_timeout_s", c.checkpoint_timeout_s);
     c.end_margin_s = j.value("end_margin_s", c.end_margin_s);
+    c.saves_before_end = j.value("saves_before_end", c.saves_before_end);
+    c.reports_steps = j.value("reports_steps", c.reports_steps);
     c.health_check = j.value("health_check", c.health_check);
     c.health_gpus = j.value("health_gpus", c.health_gpus);
     c.mtbf_prior_s = j.value("mtbf_prior_s", c.mtbf_prior_s);
@@ -529,6 +534,12 @@ core::Result<std::optional<Failure>> Supervisor::check_end_time(double now) {
     }
   }
   if (!end_time_) return std::optional<Failure>{};
+  if (o_.config.saves_before_end) {
+    if (d_.clock.wall() >= self_save_plan(*end_time_, o_.config.end_margin_s).decide_at) {
+      return std::optional<Failure>{Preemption{"end time"}};
+    }
+    return std::optional<Failure>{};
+  }
   const double s = timings_.longest_step().value_or(0.0);
   const double margin = o_.config.end_margin_s > 0
                             ? o_.config.end_margin_s
@@ -718,6 +729,13 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
         a.killed_at = now;
         GRPO_TRY_STATUS(d_.runner.kill());
       }
+      if (*sig == SIGUSR2 && o_.config.saves_before_end && end_time_ &&
+          d_.clock.wall() < self_save_plan(*end_time_, o_.config.end_margin_s).decide_at) {
+        spdlog::info(
+            "the trainer saves before the job's end by itself: yielding at the end "
+            "time, not on USR2");
+        continue;
+      }
       if (!again) a.candidates.push_back(Preemption{slurm::signal_name(*sig)});
     }
     if (!a.exit && !a.teardown && !a.checkpoint_requested_at) {
@@ -790,14 +808,21 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
           GRPO_TRY_STATUS(transition(Trigger::kPreemption, describe(*best)));
           a.checkpoint_requested_at = now;
           a.checkpoint_at_request = a.checkpoint_on_disk;
-          // grpo-trainer checkpoints on SIGUSR2 and goes on; a torchrun-style trainer is asked
-          // to stop with SIGTERM (its checkpoint-and-exit convention).
-          const int sig = embedded() ? SIGUSR2 : SIGTERM;
-          spdlog::info("asking the trainer for a checkpoint ({}) before yielding",
-                       slurm::signal_name(sig));
-          a.sent.insert(sig);
-          if (auto st = d_.runner.signal(sig); !st.ok()) {
-            spdlog::warn("cannot signal the ranks: {}", st.error().message);
+          if (o_.config.saves_before_end) {
+            // It saved before the time it was given (or is saving): nothing to ask.
+            spdlog::info(
+                "the trainer saves by itself before the end: waiting for a save in "
+                "progress, then yielding");
+          } else {
+            // grpo-trainer checkpoints on SIGUSR2 and goes on; a torchrun-style trainer is
+            // asked to stop with SIGTERM (its checkpoint-and-exit convention).
+            const int sig = embedded() ? SIGUSR2 : SIGTERM;
+            spdlog::info("asking the trainer for a checkpoint ({}) before yielding",
+                         slurm::signal_name(sig));
+            a.sent.insert(sig);
+            if (auto st = d_.runner.signal(sig); !st.ok()) {
+              spdlog::warn("cannot signal the ranks: {}", st.error().message);
+            }
           }
         }
       } else {
@@ -818,10 +843,24 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       const double limit = o_.config.checkpoint_timeout_s > 0
                                ? o_.config.checkpoint_timeout_s
                                : std::max(60.0, 3.0 * s + 3.0 * timings_.longest_checkpoint());
+      const bool saving =
+          o_.config.saves_before_end && a.monitor.phase_class(0) == PhaseClass::kCheckpoint;
+      const bool past_deadline =
+          o_.config.saves_before_end && end_time_ &&
+          d_.clock.wall() >= self_save_plan(*end_time_, o_.config.end_margin_s).deadline;
       if (a.checkpoint_saved || a.checkpoint_on_disk > a.checkpoint_at_request) {
         spdlog::info("checkpoint written; stopping the ranks");
-        GRPO_TRY_STATUS(stop_attempt(a, false));
-      } else if (now - *a.checkpoint_requested_at > limit) {
+        // A trainer that tears down what it started (verl's Ray) gets SIGTERM and the grace.
+        GRPO_TRY_STATUS(stop_attempt(a, o_.config.saves_before_end));
+      } else if (o_.config.saves_before_end && !saving) {
+        spdlog::info("no save in progress; stopping the trainer (newest checkpoint: step {})",
+                     a.checkpoint_on_disk);
+        GRPO_TRY_STATUS(stop_attempt(a, true));
+      } else if (past_deadline) {
+        spdlog::warn("the save in progress did not land before the deadline; stopping");
+        GRPO_TRY_STATUS(stop_attempt(a, true));
+      } else if (!(o_.config.saves_before_end && end_time_) &&
+                 now - *a.checkpoint_requested_at > limit) {
         spdlog::warn("no checkpoint within {:.0f} s of the request; stopping the ranks", limit);
         GRPO_TRY_STATUS(stop_attempt(a, false));
       }
@@ -873,7 +912,11 @@ std::optional<Failure> Supervisor::unfinished(const Attempt& a) const {
   // The steps are known from grpo-trainer's telemetry, or from any trainer that reports steps;
   // a trainer that reports none (an external one) is taken at its word.
   const std::int64_t reached = a.monitor.max_step();
-  if (!embedded() && reached <= 0) return std::nullopt;
+  if (!embedded() && reached <= 0) {
+    if (!o_.config.reports_steps) return std::nullopt;
+    return Incomplete{reached, o_.config.total_steps, a.resume_step,
+                      "the trainer exited 0 without a training step"};
+  }
   const std::int64_t total = o_.config.total_steps;
   if (total > 0) {
     if (reached >= total) return std::nullopt;

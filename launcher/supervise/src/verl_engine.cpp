@@ -1,6 +1,7 @@
 #include "grpo/supervise/verl_engine.h"
 #include "grpo/core/json_text.h"
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "grpo/core/text.h"
 #include "grpo/supervise/output_parsing.h"
+#include "grpo/supervise/self_save.h"
 
 namespace grpo::supervise {
 
@@ -85,6 +87,8 @@ std::optional<json> parse_verl_step_line(std::string_view raw) {
   if (line.rfind("step:", 0) != 0) return std::nullopt;
   json e = {{"type", "step"}, {"phase", "grpo"}};
   bool first = true;
+  bool training = false;  // training/global_step or timing_s/step: a training step's line
+  double extra_s = 0;     // timing_s/testing + timing_s/save_checkpoint
   std::size_t pos = 0;
   while (pos <= line.size()) {
     auto sep = line.find(" - ", pos);
@@ -106,8 +110,10 @@ std::optional<json> parse_verl_step_line(std::string_view raw) {
       first = false;
       continue;
     }
+    if (key == "training/global_step" || key == "timing_s/step") training = true;
     const auto v = number(value);
     if (!v || !std::isfinite(*v)) continue;
+    if (key == "timing_s/testing" || key == "timing_s/save_checkpoint") extra_s += *v;
     for (const auto& [from, to] : kFields) {
       if (key == from) e[std::string(to)] = *v;
     }
@@ -119,17 +125,24 @@ std::optional<json> parse_verl_step_line(std::string_view raw) {
       e["val_reward"] = *v;
     }
   }
-  if (first) return std::nullopt;
-  if (e.contains("step_s")) e["wall_s"] = e["step_s"];
+  if (first || !training) return std::nullopt;
+  if (e.contains("step_s")) e["wall_s"] = e["step_s"].get<double>() + extra_s;
   if (e.contains("tokens") && e.contains("tokens_per_s")) {
     e["tokens"] = static_cast<std::int64_t>(e["tokens"].get<double>());
   }
   return e;
 }
 
-std::int64_t newest_verl_checkpoint(const fs::path& dir) {
+bool is_verl_save_line(std::string_view line) {
+  return line.find("local_global_step_folder: ") != std::string_view::npos ||
+         line.find("Force saving checkpoint: ESI instance expiration approaching.") !=
+             std::string_view::npos;
+}
+
+std::int64_t newest_verl_checkpoint(const fs::path& dir, double since) {
   if (dir.empty()) return -1;
-  std::ifstream in(dir / "latest_checkpointed_iteration.txt");
+  const fs::path tracker = dir / "latest_checkpointed_iteration.txt";
+  std::ifstream in(tracker);
   if (!in) return -1;
   std::stringstream ss;
   ss << in.rdbuf();
@@ -137,8 +150,44 @@ std::int64_t newest_verl_checkpoint(const fs::path& dir) {
   const auto n = whole(text);
   if (!n) return -1;
   std::error_code ec;
-  if (!fs::is_directory(dir / ("global_step_" + text), ec)) return -1;
+  const fs::path actor = dir / ("global_step_" + text) / "actor";
+  if (!fs::is_directory(actor, ec) || fs::is_empty(actor, ec) || ec) return -1;
+  if (since > 0) {
+    struct stat st {};
+    if (::stat(tracker.c_str(), &st) != 0) return -1;
+    const double mtime =
+        static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+    if (mtime < since) return -1;
+  }
   return *n;
+}
+
+VerlResume verl_resume_for(std::int64_t own_step, const std::string& script_mode, bool hdfs,
+                           const fs::path& checkpoint_dir) {
+  VerlResume r;
+  r.mode = script_mode;
+  if (hdfs) {
+    r.from = script_mode == "disable" || script_mode.empty()
+                 ? "the base model (trainer.default_hdfs_dir is set: verl cannot resume)"
+                 : "what resume_mode=" + script_mode + " gives (verl raises with default_hdfs_dir)";
+    return r;
+  }
+  if (own_step >= 0) {
+    r.mode = "auto";
+    r.step = own_step;
+    r.from = (checkpoint_dir / ("global_step_" + std::to_string(own_step))).string() +
+             " (the run's newest checkpoint)";
+    return r;
+  }
+  if (script_mode == "disable") {
+    r.from = "the base model (the script's resume_mode=disable; the run has no checkpoint yet)";
+  } else if (script_mode == "resume_path") {
+    r.from = "the script's trainer.resume_from_path (the run has no checkpoint yet)";
+  } else {
+    r.from = "verl's resume_mode=auto: the newest checkpoint in " + checkpoint_dir.string() +
+             " if any (the run has none of its own yet)";
+  }
+  return r;
 }
 
 json verl_run_info_to_json(const VerlRunInfo& info) {
@@ -146,7 +195,10 @@ json verl_run_info_to_json(const VerlRunInfo& info) {
           {"script", info.script},
           {"checkpoint_dir", info.checkpoint_dir},
           {"nodes", info.nodes},
-          {"gpus_per_node", info.gpus_per_node}};
+          {"gpus_per_node", info.gpus_per_node},
+          {"resume_mode", info.resume_mode},
+          {"hdfs", info.hdfs},
+          {"submitted", info.submitted}};
 }
 
 core::Result<VerlRunInfo> verl_run_info_from_json(const json& j, const std::string& file) {
@@ -161,6 +213,9 @@ core::Result<VerlRunInfo> verl_run_info_from_json(const json& j, const std::stri
     info.checkpoint_dir = j.at("checkpoint_dir").get<std::string>();
     info.nodes = j.at("nodes").get<int>();
     info.gpus_per_node = j.at("gpus_per_node").get<int>();
+    info.resume_mode = j.value("resume_mode", std::string());
+    info.hdfs = j.value("hdfs", false);
+    info.submitted = j.value("submitted", 0.0);
   } catch (const json::exception& e) {
     return core::make_error(core::ErrorKind::kWrongType, e.what(), where);
   }
@@ -171,56 +226,87 @@ core::Result<VerlRunInfo> verl_run_info_from_json(const json& j, const std::stri
   return info;
 }
 
-VerlRunner::VerlRunner(std::unique_ptr<AttemptRunner> inner,
-                       std::function<std::optional<double>()> end_time,
-                       std::vector<std::string> nodes, fs::path checkpoint_dir)
-    : inner_(std::move(inner)),
-      end_time_(std::move(end_time)),
-      nodes_(std::move(nodes)),
-      checkpoint_dir_(std::move(checkpoint_dir)) {}
+VerlRunner::VerlRunner(std::unique_ptr<AttemptRunner> inner, VerlRunnerOptions options)
+    : inner_(std::move(inner)), o_(std::move(options)) {}
 
 core::Status VerlRunner::start(const AttemptSpec& spec) {
   AttemptSpec s = spec;
-  if (end_time_) {
-    if (const auto end = end_time_()) {
+  if (o_.end_time) {
+    if (const auto end = o_.end_time()) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.0f", *end);
+      std::snprintf(buf, sizeof buf, "%.0f", self_save_plan(*end, o_.end_reserve_s).save_by);
       s.env[kVerlEsiVariable] = buf;
     }
   }
-  if (!nodes_.empty()) {
+  if (!o_.nodes.empty()) {
     std::string list;
-    for (const auto& n : nodes_) list += (list.empty() ? "" : " ") + n;
+    for (const auto& n : o_.nodes) list += (list.empty() ? "" : " ") + n;
     s.env["GRPO_VERL_NODES"] = list;
   }
-  newest_ = newest_verl_checkpoint(checkpoint_dir_);
+  const std::int64_t own = newest_verl_checkpoint(o_.checkpoint_dir, o_.submitted);
+  const VerlResume r = verl_resume_for(own, o_.resume_mode, o_.hdfs, o_.checkpoint_dir);
+  s.argv.push_back("--attempt");
+  s.argv.push_back(std::to_string(spec.attempt));
+  if (!r.mode.empty()) {
+    s.argv.push_back("--resume-mode");
+    s.argv.push_back(r.mode);
+  }
+  pending_ = core::json_text(json{{"type", "resume"},
+                                  {"resume_mode", r.mode.empty() ? "auto" : r.mode},
+                                  {"step", r.step},
+                                  {"from", r.from}});
+  newest_ = own;
   next_look_ = 0;
+  last_step_at_.reset();
+  last_step_ = 0;
   watching_ = true;
   return inner_->start(s);
 }
 
+void VerlRunner::translate(RankOutput& out, double now) {
+  if (parse_event_line(out.line)) return;
+  if (auto step = parse_verl_step_line(out.line)) {
+    // The whole interval since the previous step line: validation and the save included.
+    if (last_step_at_) {
+      const double interval = now - *last_step_at_;
+      if (!step->contains("wall_s") || (*step)["wall_s"].get<double>() < interval) {
+        (*step)["wall_s"] = interval;
+      }
+    }
+    last_step_at_ = now;
+    last_step_ = (*step)["step"].get<std::int64_t>();
+    out.line = core::json_text(*step);
+  } else if (is_verl_save_line(out.line)) {
+    out.line = core::json_text(
+        json{{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", last_step_ + 1}});
+  }
+}
+
 core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
   GRPO_TRY(std::vector<AttemptEvent> events, inner_->poll(timeout_s));
-  for (auto& ev : events) {
-    auto* out = std::get_if<RankOutput>(&ev);
-    if (out == nullptr || parse_event_line(out->line)) continue;
-    if (auto step = parse_verl_step_line(out->line)) out->line = core::json_text(*step);
-  }
   const double now =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  for (auto& ev : events) {
+    if (auto* out = std::get_if<RankOutput>(&ev)) translate(*out, now);
+  }
+  if (pending_) {
+    events.insert(events.begin(), AttemptEvent{std::in_place_type<RankOutput>,
+                                               RankOutput{0, *pending_, std::nullopt}});
+    pending_.reset();
+  }
   const auto exit_at = std::find_if(events.begin(), events.end(), [](const AttemptEvent& ev) {
     return std::holds_alternative<AttemptExit>(ev);
   });
   const bool ended = exit_at != events.end();
-  if (!checkpoint_dir_.empty() && watching_ && (now >= next_look_ || ended)) {
+  if (!o_.checkpoint_dir.empty() && watching_ && (now >= next_look_ || ended)) {
     next_look_ = now + 1.0;
-    const std::int64_t newest = newest_verl_checkpoint(checkpoint_dir_);
-    if (newest > newest_) {
+    const std::int64_t newest = newest_verl_checkpoint(o_.checkpoint_dir, o_.submitted);
+    if (newest >= 0 && newest != newest_) {
       newest_ = newest;
       const json e = {
           {"type", "checkpoint_saved"},
           {"step", newest},
-          {"path", (checkpoint_dir_ / ("global_step_" + std::to_string(newest))).string()},
+          {"path", (o_.checkpoint_dir / ("global_step_" + std::to_string(newest))).string()},
           {"reason", "verl"}};
       // Before the attempt's end: the checkpoint belongs to the attempt.
       events.insert(exit_at, AttemptEvent{std::in_place_type<RankOutput>,
@@ -232,7 +318,7 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
 }
 
 std::vector<std::string> VerlRunner::nodes() const {
-  return nodes_.empty() ? inner_->nodes() : nodes_;
+  return o_.nodes.empty() ? inner_->nodes() : o_.nodes;
 }
 
 }  // namespace grpo::supervise

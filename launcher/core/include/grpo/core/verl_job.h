@@ -28,14 +28,30 @@ struct VerlDriver {
   std::string resume_mode;       // the script's trainer.resume_mode ("" when it sets none)
   std::string checkpoint_dir;    // trainer.default_local_dir as written ("" when not set)
   std::int64_t total_steps = 0;  // trainer.total_training_steps when a whole number, else 0
+  std::int64_t save_freq = 0;    // trainer.save_freq after the rules below
+  bool hdfs = false;             // trainer.default_hdfs_dir is set (verl cannot resume from it)
+  // What the rules below changed or found, one line each (submit prints them as notes).
+  std::vector<std::string> notes;
   // Variables the script exports (with their final values), sorted by name.
   std::vector<std::pair<std::string, std::string>> env;
 };
 
-// Reads the first verl command of `script` (the one `check` reports first). Errors
-// (kInvalidValue, at the word's file:line:col): a word of the command or an exported value that
-// could not be resolved statically (the job would not run what was checked), a NUL byte; kParse
-// when the script holds no verl command.
+// Reads the first verl command of `script` (the one `check` reports first) and applies the rules
+// that make the run supervisable (docs/verl.md, "What submit changes"), each with a note:
+//   - trainer.logger without "console" gets it: the step lines are the supervisor's progress
+//     (verl/utils/tracking.py Tracking: LocalLogger only when "console" is a backend);
+//   - trainer.save_freq missing or <= 0 (verl's default -1 saves nothing, not even before the
+//     end: ray_trainer.py fit) is set to max(1, total_training_steps / 10), 10 when unknown;
+//   - ray_kwargs.ray_init.{num_cpus,num_gpus,resources,labels,object_store_memory,_node_name}
+//     with a value are dropped: verl's run_ppo passes ray_init to ray.init, which refuses them
+//     when it joins the cluster the attempt started (ray/_private/worker.py init: "When
+//     connecting to an existing cluster, num_cpus and num_gpus must not be provided.");
+//   - trainer.default_hdfs_dir set: noted (every resume_mode but disable raises in
+//     ray_trainer.py _load_checkpoint, so restarts start from the base model).
+// Errors (kInvalidValue, at the word's file:line:col): a word of the command or an exported
+// value that could not be resolved statically (the job would not run what was checked), a NUL
+// byte, a trainer.logger or trainer.save_freq that cannot be read; kParse when the script holds
+// no verl command.
 Result<VerlDriver> verl_driver(const ParsedScript& script);
 
 // What the attempt script needs besides the driver.

@@ -65,6 +65,14 @@ struct SupervisorConfig {
   double stop_grace_s = 5;          // SIGTERM -> SIGKILL when stopping an attempt
   double checkpoint_timeout_s = 0;  // waiting for the checkpoint before yielding (0: derived)
   double end_margin_s = 0;          // yield this long before the job's end time (0: derived)
+  // The trainer saves by itself before a time it was given (verl; self_save.h): the supervisor
+  // neither signals it at the job's end nor on a USR2 it can wait out, yields at
+  // self_save_plan(end, end_margin_s).decide_at once no save is in progress (a heartbeat of
+  // phase `checkpoint` since its newest step), and waits for one until its deadline.
+  bool saves_before_end = false;
+  // The trainer reports its steps (verl's console lines): exit 0 without a new step is not
+  // success, even for an external trainer.
+  bool reports_steps = false;
   // Node health before every (re)start (node_health.h): --health-check (shell syntax, split
   // without a shell; empty: built-in checks only) and whether nvidia-smi must answer.
   std::string health_check;
