@@ -113,6 +113,7 @@ python3 -m verl.trainer.main_ppo \
     trainer.nnodes=1 \
     trainer.n_gpus_per_node=8 \
     'trainer.logger=["console"]' \
+    trainer.save_freq=20 \
     trainer.project_name=grpo-launch \
     trainer.experiment_name=qwen3-30b-moe-a100x8 \
     "$@"

@@ -87,6 +87,7 @@ python3 -m verl.trainer.main_ppo \
     trainer.nnodes=8 \
     trainer.n_gpus_per_node=8 \
     'trainer.logger=["console"]' \
+    trainer.save_freq=20 \
     trainer.project_name=grpo-launch \
     trainer.experiment_name=qwen2.5-7b-h100-x8 \
     "$@"

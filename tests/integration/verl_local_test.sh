@@ -31,7 +31,7 @@ cd "$TEST_TMP"
 export GRPO_STANDIN_STATE=$TEST_TMP/state
 foreign_pid=
 cleanup() {
-  [[ -n $foreign_pid ]] && kill "$foreign_pid" 2>/dev/null
+  [[ -n $foreign_pid ]] && kill "$foreign_pid" 2>/dev/null || true
   [[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT

@@ -21,9 +21,13 @@ cdir=${GRPO_TEST_CLUSTER_DIR:?}
 run=$TEST_TMP/run
 JOB=""
 cleanup() {
-  [[ -n "$JOB" ]] && scancel "$JOB" 2>/dev/null
+  [[ -n "$JOB" ]] && scancel "$JOB" 2>/dev/null || true
   if [[ -f $run/ray-temp-dirs ]]; then
-    while read -r d; do [[ -n $d ]] && pkill -u "$(id -u)" -f -- "$d" 2>/dev/null; rm -rf -- "$d"; done <"$run/ray-temp-dirs"
+    while read -r d; do
+      [[ -n $d ]] || continue
+      pkill -u "$(id -u)" -f -- "$d" 2>/dev/null || true
+      rm -rf -- "$d"
+    done <"$run/ray-temp-dirs"
   fi
   [[ -n ${GRPO_KEEP_TEST_TMP:-} ]] || rm -rf "$TEST_TMP"
 }

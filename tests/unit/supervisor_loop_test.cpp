@@ -530,8 +530,8 @@ TEST(SupervisorLoop, ApproachingEndTimeYieldsLikeUsr2) {
 }
 
 // A trainer that saves by itself before the time it is given (verl, self_save.h; --end-margin
-// 45 s): save_by = E - 45, decide_at = E - 35, deadline = E - 15. It is never asked for a
-// checkpoint (no USR2, no early SIGTERM); the supervisor yields at decide_at.
+// 45 s): save_by = E - 45, grace_end = E - 35, deadline = E - 15. It is never asked for a
+// checkpoint (no USR2, no early SIGTERM); the supervisor yields at save_by.
 struct SelfSaving : Harness {
   explicit SelfSaving(const std::string& name) : Harness(name) {
     job.slurm = true;
@@ -543,64 +543,77 @@ struct SelfSaving : Harness {
     opts.config.reports_steps = true;
     opts.config.end_margin_s = 45;
     opts.config.total_steps = 500;
-    job.end = clock.wall() + 100;  // decide_at: t = 65
+    job.end = clock.wall() + 100;  // save_by: t = 55
   }
 };
 
+// Its steps 1 s apart from t = 0.5, each saved (as verl does inside its window before save_by).
+SimAttempt self_saving_trainer(std::int64_t cut_at = 0) {
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1);
+  a.checkpoint_on_usr2.reset();
+  if (cut_at > 0) sim_fault(a, 0, cut_at, std::nullopt);  // no step line while it saves
+  return a;
+}
+
 TEST(SupervisorLoop, SelfSavingTrainerYieldsAtItsTimeWithoutASignalFirst) {
   SelfSaving h("selfsave");
-  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
-  a.checkpoint_on_usr2.reset();
-  h.push(a);
+  h.push(self_saving_trainer());
   EXPECT_EQ(h.run(), kExitRequeue);
   const auto f = h.of("failure").front();
   EXPECT_EQ(f["reason"], "end time");
-  // Only the SIGTERM that stops it, sent at decide_at (t = 65 s: 64 steps done).
+  // Only the SIGTERM that stops it, at save_by (t = 55 s: 54 steps done, each saved).
   ASSERT_FALSE(h.runner.signals().empty());
   EXPECT_EQ(h.runner.signals().front().second, SIGTERM);
-  const auto steps = h.of("step");
-  EXPECT_GE(steps.back()["step"].get<int>(), 63);
-  EXPECT_LE(steps.back()["step"].get<int>(), 66);
+  const int last = h.of("step").back()["step"].get<int>();
+  EXPECT_GE(last, 53);
+  EXPECT_LE(last, 56);
+  EXPECT_EQ(h.of("checkpoint_saved").back()["step"].get<int>(), last);
 }
 
 TEST(SupervisorLoop, SelfSavingTrainerIsAwaitedWhileItSaves) {
   SelfSaving h("selfsave-wait");
-  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
-  a.checkpoint_on_usr2.reset();
-  sim_fault(a, 0, 65, std::nullopt);  // no step line while it saves (verl logs after the save)
-  // A save begins at t = 64.7 (before decide_at) and lands at t = 80 (before the deadline, 85).
-  sim_emit(a, 64.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 65}});
-  sim_emit(a, 80.0, 0, {{"type", "checkpoint_saved"}, {"step", 65}, {"reason", "verl"}});
+  SimAttempt a = self_saving_trainer(55);
+  // Step 55's save begins at t = 54.7 (before save_by) and lands at t = 70 (deadline: 85).
+  sim_emit(a, 54.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 55}});
+  sim_emit(a, 70.0, 0, {{"type", "checkpoint_saved"}, {"step", 55}, {"reason", "verl"}});
   h.push(a);
   EXPECT_EQ(h.run(), kExitRequeue);
-  const auto saved = h.of("checkpoint_saved");
-  ASSERT_EQ(saved.size(), 1u) << "the supervisor stopped before the save landed";
-  EXPECT_EQ(saved[0]["step"], 65);
+  EXPECT_EQ(h.of("checkpoint_saved").back()["step"], 55) << "stopped before the save landed";
   EXPECT_EQ(h.runner.signals().front().second, SIGTERM);
+}
+
+TEST(SupervisorLoop, SelfSavingTrainerIsAwaitedWhenItsSaveLineIsLate) {
+  SelfSaving h("selfsave-late");
+  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);  // no saves of its own ...
+  a.checkpoint_on_usr2.reset();
+  sim_fault(a, 0, 55, std::nullopt);
+  // ... but step 53's, and step 54's line (t = 54.5) is saved with its line late (t = 57).
+  sim_emit(a, 53.6, 0, {{"type", "checkpoint_saved"}, {"step", 53}, {"reason", "verl"}});
+  sim_emit(a, 57.0, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 54}});
+  sim_emit(a, 60.0, 0, {{"type", "checkpoint_saved"}, {"step", 54}, {"reason", "verl"}});
+  h.push(a);
+  EXPECT_EQ(h.run(), kExitRequeue);
+  EXPECT_EQ(h.of("checkpoint_saved").back()["step"], 54);
 }
 
 TEST(SupervisorLoop, SelfSavingTrainerIsStoppedAtTheDeadline) {
   SelfSaving h("selfsave-deadline");
-  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
-  a.checkpoint_on_usr2.reset();
-  sim_fault(a, 0, 65, std::nullopt);
-  sim_emit(a, 64.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 65}});
-  sim_emit(a, 95.0, 0, {{"type", "checkpoint_saved"}, {"step", 65}, {"reason", "verl"}});
+  SimAttempt a = self_saving_trainer(55);
+  sim_emit(a, 54.7, 0, {{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", 55}});
+  sim_emit(a, 95.0, 0, {{"type", "checkpoint_saved"}, {"step", 55}, {"reason", "verl"}});
   h.push(a);
   EXPECT_EQ(h.run(), kExitRequeue);
-  EXPECT_TRUE(h.of("checkpoint_saved").empty()) << "waited past the deadline (E - 15 s)";
+  EXPECT_EQ(h.of("checkpoint_saved").back()["step"], 54) << "waited past the deadline (E - 15)";
 }
 
 TEST(SupervisorLoop, SelfSavingTrainerWaitsOutAnEarlyUsr2) {
   SelfSaving h("selfsave-usr2");
-  SimAttempt a = sim_trainer(1, 0, 500, 1.0, 1000);
-  a.checkpoint_on_usr2.reset();
-  h.push(a);
-  h.signals.push(SIGUSR2, 200);  // ~20 s in: long before decide_at
+  h.push(self_saving_trainer());
+  h.signals.push(SIGUSR2, 200);  // ~20 s in: long before save_by
   EXPECT_EQ(h.run(), kExitRequeue);
   EXPECT_EQ(h.of("failure").front()["reason"], "end time");
   for (const auto& [attempt, sig] : h.runner.signals()) EXPECT_NE(sig, SIGUSR2);
-  EXPECT_GE(h.of("step").back()["step"].get<int>(), 63);
+  EXPECT_GE(h.of("step").back()["step"].get<int>(), 53);
 }
 
 TEST(SupervisorLoop, ExitZeroWithoutAStepIsNoSuccessForATrainerThatReportsSteps) {

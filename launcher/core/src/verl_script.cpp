@@ -9,6 +9,10 @@
 #include "grpo/core/trainer_args.h"
 
 namespace grpo::core {
+
+namespace {
+constexpr int kEmittedSaveFreq = 20;
+}  // namespace
 namespace {
 
 const std::string A = "actor_rollout_ref.";
@@ -191,7 +195,11 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
   if (plan.cluster.device.vendor == DeviceVendor::kAscend) o.plain("trainer.device", "npu");
   o.plain("trainer.nnodes", plan.cluster.nodes);
   o.plain("trainer.n_gpus_per_node", plan.cluster.gpus_per_node);
+  // console: the step lines `grpo-launch submit --engine verl` watches (verl/utils/tracking.py);
+  // save_freq > 0: verl's default -1 saves nothing, not even before the job's end (ray_trainer.py
+  // fit), so a restart would start over (docs/verl-emit.md).
   o.plain("trainer.logger", "[\"console\"]");
+  o.plain("trainer.save_freq", kEmittedSaveFreq);
   o.plain("trainer.project_name", "grpo-launch");
   o.plain("trainer.experiment_name", sanitize_name(plan.model.name + "-" + plan.cluster.name));
   return o.take();

@@ -535,7 +535,7 @@ core::Result<std::optional<Failure>> Supervisor::check_end_time(double now) {
   }
   if (!end_time_) return std::optional<Failure>{};
   if (o_.config.saves_before_end) {
-    if (d_.clock.wall() >= self_save_plan(*end_time_, o_.config.end_margin_s).decide_at) {
+    if (d_.clock.wall() >= self_save_plan(*end_time_, o_.config.end_margin_s).save_by) {
       return std::optional<Failure>{Preemption{"end time"}};
     }
     return std::optional<Failure>{};
@@ -730,7 +730,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
         GRPO_TRY_STATUS(d_.runner.kill());
       }
       if (*sig == SIGUSR2 && o_.config.saves_before_end && end_time_ &&
-          d_.clock.wall() < self_save_plan(*end_time_, o_.config.end_margin_s).decide_at) {
+          d_.clock.wall() < self_save_plan(*end_time_, o_.config.end_margin_s).save_by) {
         spdlog::info(
             "the trainer saves before the job's end by itself: yielding at the end "
             "time, not on USR2");
@@ -843,16 +843,20 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       const double limit = o_.config.checkpoint_timeout_s > 0
                                ? o_.config.checkpoint_timeout_s
                                : std::max(60.0, 3.0 * s + 3.0 * timings_.longest_checkpoint());
+      // A trainer that saves by itself (self_save.h): done unless a save is in progress or,
+      // within the grace, its newest step has no checkpoint yet (a save whose line is late).
       const bool saving =
           o_.config.saves_before_end && a.monitor.phase_class(0) == PhaseClass::kCheckpoint;
+      const SelfSavePlan plan = self_save_plan(end_time_.value_or(0), o_.config.end_margin_s);
+      const bool behind = a.checkpoint_on_disk < a.monitor.max_step() &&
+                          end_time_ && d_.clock.wall() < plan.grace_end;
       const bool past_deadline =
-          o_.config.saves_before_end && end_time_ &&
-          d_.clock.wall() >= self_save_plan(*end_time_, o_.config.end_margin_s).deadline;
+          o_.config.saves_before_end && end_time_ && d_.clock.wall() >= plan.deadline;
       if (a.checkpoint_saved || a.checkpoint_on_disk > a.checkpoint_at_request) {
         spdlog::info("checkpoint written; stopping the ranks");
         // A trainer that tears down what it started (verl's Ray) gets SIGTERM and the grace.
         GRPO_TRY_STATUS(stop_attempt(a, o_.config.saves_before_end));
-      } else if (o_.config.saves_before_end && !saving) {
+      } else if (o_.config.saves_before_end && !saving && !behind) {
         spdlog::info("no save in progress; stopping the trainer (newest checkpoint: step {})",
                      a.checkpoint_on_disk);
         GRPO_TRY_STATUS(stop_attempt(a, true));
