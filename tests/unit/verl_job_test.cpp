@@ -15,6 +15,7 @@
 #include "grpo/core/shell_quote.h"
 #include "grpo/render/sbatch_render.h"
 #include "grpo/slurm/process_runner.h"
+#include "grpo/supervise/self_save.h"
 #include "grpo/supervise/verl_engine.h"
 #include "test_support.h"
 
@@ -353,6 +354,34 @@ TEST(VerlCheckpoint, NewestFromTheTracker) {
   EXPECT_EQ(newest_verl_checkpoint(dir, now - 60), -1);
   EXPECT_EQ(newest_verl_checkpoint(dir, now - 7200), 4);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace grpo::supervise
+
+namespace grpo::supervise {
+namespace {
+
+// self_save.h by hand: E = 1000, R = 180 -> save_by 820, grace_end 830 (min(10, 45)),
+// deadline 970 (E - min(30, 60)); R = 45 -> 955, 965 (min(10, 11.25)), 985 (E - min(30, 15)).
+TEST(SelfSave, PlanAndWaitRule) {
+  const SelfSavePlan p = self_save_plan(1000, 0);  // 0: the default reserve, 180 s
+  EXPECT_DOUBLE_EQ(p.save_by, 820);
+  EXPECT_DOUBLE_EQ(p.grace_end, 830);
+  EXPECT_DOUBLE_EQ(p.deadline, 970);
+  const SelfSavePlan q = self_save_plan(1000, 45);
+  EXPECT_DOUBLE_EQ(q.save_by, 955);
+  EXPECT_DOUBLE_EQ(q.grace_end, 965);
+  EXPECT_DOUBLE_EQ(q.deadline, 985);
+  using W = SelfSaveWait;
+  EXPECT_EQ(self_save_wait(p, 820, false, false), W::kStop);  // caught up: at once
+  EXPECT_EQ(self_save_wait(p, 820, true, false), W::kWait);   // a save in progress
+  EXPECT_EQ(self_save_wait(p, 960, true, false), W::kWait);
+  EXPECT_EQ(self_save_wait(p, 970, true, false), W::kPastDeadline);
+  EXPECT_EQ(self_save_wait(p, 825, false, true), W::kWait);  // a late save line, in the grace
+  EXPECT_EQ(self_save_wait(p, 830, false, true), W::kStop);  // ... not after it
+  EXPECT_EQ(self_save_wait(std::nullopt, 0, true, true), W::kWait);  // no end: the caller bounds
+  EXPECT_EQ(self_save_wait(std::nullopt, 0, false, true), W::kStop);
 }
 
 }  // namespace

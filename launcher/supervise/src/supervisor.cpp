@@ -843,28 +843,34 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
       const double limit = o_.config.checkpoint_timeout_s > 0
                                ? o_.config.checkpoint_timeout_s
                                : std::max(60.0, 3.0 * s + 3.0 * timings_.longest_checkpoint());
-      // A trainer that saves by itself (self_save.h): done unless a save is in progress or,
-      // within the grace, its newest step has no checkpoint yet (a save whose line is late).
-      const bool saving =
-          o_.config.saves_before_end && a.monitor.phase_class(0) == PhaseClass::kCheckpoint;
-      const SelfSavePlan plan = self_save_plan(end_time_.value_or(0), o_.config.end_margin_s);
-      const bool behind = a.checkpoint_on_disk < a.monitor.max_step() &&
-                          end_time_ && d_.clock.wall() < plan.grace_end;
-      const bool past_deadline =
-          o_.config.saves_before_end && end_time_ && d_.clock.wall() >= plan.deadline;
       if (a.checkpoint_saved || a.checkpoint_on_disk > a.checkpoint_at_request) {
         spdlog::info("checkpoint written; stopping the ranks");
         // A trainer that tears down what it started (verl's Ray) gets SIGTERM and the grace.
         GRPO_TRY_STATUS(stop_attempt(a, o_.config.saves_before_end));
-      } else if (o_.config.saves_before_end && !saving && !behind) {
-        spdlog::info("no save in progress; stopping the trainer (newest checkpoint: step {})",
-                     a.checkpoint_on_disk);
-        GRPO_TRY_STATUS(stop_attempt(a, true));
-      } else if (past_deadline) {
-        spdlog::warn("the save in progress did not land before the deadline; stopping");
-        GRPO_TRY_STATUS(stop_attempt(a, true));
-      } else if (!(o_.config.saves_before_end && end_time_) &&
-                 now - *a.checkpoint_requested_at > limit) {
+      } else if (o_.config.saves_before_end) {
+        // It saves by itself (self_save.h): a save in progress, or a late one, is waited for.
+        std::optional<SelfSavePlan> plan;
+        if (end_time_) plan = self_save_plan(*end_time_, o_.config.end_margin_s);
+        switch (self_save_wait(plan, d_.clock.wall(),
+                               a.monitor.phase_class(0) == PhaseClass::kCheckpoint,
+                               a.checkpoint_on_disk < a.monitor.max_step())) {
+          case SelfSaveWait::kStop:
+            spdlog::info("no save in progress; stopping the trainer (newest checkpoint: step {})",
+                         a.checkpoint_on_disk);
+            GRPO_TRY_STATUS(stop_attempt(a, true));
+            break;
+          case SelfSaveWait::kPastDeadline:
+            spdlog::warn("the save in progress did not land before the deadline; stopping");
+            GRPO_TRY_STATUS(stop_attempt(a, true));
+            break;
+          case SelfSaveWait::kWait:
+            if (!plan && now - *a.checkpoint_requested_at > limit) {
+              spdlog::warn("no checkpoint within {:.0f} s; stopping the trainer", limit);
+              GRPO_TRY_STATUS(stop_attempt(a, true));
+            }
+            break;
+        }
+      } else if (now - *a.checkpoint_requested_at > limit) {
         spdlog::warn("no checkpoint within {:.0f} s of the request; stopping the ranks", limit);
         GRPO_TRY_STATUS(stop_attempt(a, false));
       }

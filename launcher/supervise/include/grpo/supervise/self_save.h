@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 
 namespace grpo::supervise {
 
@@ -35,6 +36,23 @@ inline SelfSavePlan self_save_plan(double job_end, double reserve_s) {
   p.grace_end = p.save_by + std::min(10.0, r / 4);
   p.deadline = job_end - std::min(30.0, r / 3);
   return p;
+}
+
+// While the supervisor yields (from save_by on): wait for a save in progress until the deadline,
+// or within the grace for a save of the newest step whose line is late (`newest_step_unsaved`:
+// the newest checkpoint is older than the newest step line); else stop. Without a plan (the end
+// is not known: a TERM or a preemption) only a save in progress is waited for, bounded by the
+// caller's checkpoint timeout.
+enum class SelfSaveWait { kWait, kStop, kPastDeadline };
+
+inline SelfSaveWait self_save_wait(const std::optional<SelfSavePlan>& plan, double wall,
+                                   bool saving, bool newest_step_unsaved) {
+  if (plan && wall >= plan->deadline) {
+    return saving || newest_step_unsaved ? SelfSaveWait::kPastDeadline : SelfSaveWait::kStop;
+  }
+  if (saving) return SelfSaveWait::kWait;
+  if (newest_step_unsaved && plan && wall < plan->grace_end) return SelfSaveWait::kWait;
+  return SelfSaveWait::kStop;
 }
 
 }  // namespace grpo::supervise
