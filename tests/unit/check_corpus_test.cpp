@@ -136,5 +136,14 @@ TEST(CheckCorpus, EveryScriptGivesExactlyItsExpectedDiagnostics) {
   EXPECT_GE(clean, 5) << "the corpus needs clean scripts to show there are no false positives";
 }
 
+// The OOM_RISK error names the phase whose floor does not fit, not the phase whose worst case
+// overshoots most (the training phase's worst case is only a warning).
+TEST(CheckCorpus, AnOomErrorNamesThePhaseWhoseFloorDoesNotFit) {
+  const Outcome got = run_check(test::source_dir() / "tests/data/check/oom_vllm_rollout_floor.sh");
+  EXPECT_NE(got.detail.find("OOM_RISK: rollout phase needs 81.6 GiB (floor)"), std::string::npos)
+      << got.detail;
+  EXPECT_NE(got.detail.find("even the floor does not fit"), std::string::npos) << got.detail;
+}
+
 }  // namespace
 }  // namespace grpo::core

@@ -414,6 +414,7 @@ class RunChecker {
     w.max_response_length = int_setting("data.max_response_length", 512);
     w.ppo_epochs = int_setting(A + "actor.ppo_epochs", 1);
     w.gpu_memory_utilization = double_setting(A + "rollout.gpu_memory_utilization", 0.5);
+    w.rollout_sglang = string_setting(A + "rollout.name", "vllm") == "sglang";
     w.max_num_seqs = int_setting(A + "rollout.max_num_seqs", 1024);
     w.use_kl_loss = bool_setting(A + "actor.use_kl_loss", false);
     w.memory_headroom = cluster_.grpo.memory_headroom;
@@ -705,6 +706,20 @@ class RunChecker {
     Candidate c;
     c.layout = l;
     c.memory = m;
+    if (!m.engine.weights_fit && workload_.rollout_sglang) {
+      add(DiagCode::kOomRisk, where_key,
+          "SGLang's mem_fraction_static (gpu_memory_utilization) x " +
+              format_fixed(cluster_.device.memory_gib, 0) + " GiB = " +
+              format_gib(m.engine.budget) + " holds what stays resident for the rollout and " +
+              format_gib(m.engine.weights) + " of rollout weights at rollout TP=" +
+              std::to_string(l.rollout_tp) +
+              ", and leaves no KV cache for one sequence (sglang model_runner "
+              "profile_max_num_token: \"Not enough memory\")",
+          "raise gpu_memory_utilization or rollout.tensor_model_parallel_size, or offload the "
+          "actor's parameters and optimizer",
+          where_or_command(where_key));
+      return;
+    }
     if (!m.engine.weights_fit) {
       add(DiagCode::kOomRisk, where_key,
           "rollout weights " + format_gib(m.engine.weights) + " per device at rollout TP=" +
@@ -714,7 +729,11 @@ class RunChecker {
           where_or_command(where_key));
       return;
     }
-    const PhaseMemory& p = m.worst();
+    // The phase reported: with a floor that does not fit, the phase whose floor it is (the worst
+    // case of another phase may overshoot more: it is only a warning); else the worst case's.
+    const PhaseMemory& p = !m.floor_fits() && m.training.floor_fits() ? m.rollout
+                           : !m.floor_fits()                          ? m.training
+                                                                      : m.worst();
     std::string breakdown;
     for (const auto& item : p.items) {
       if (item.bytes > 0)
@@ -725,7 +744,20 @@ class RunChecker {
                               " (worst case) per device of " + format_gib(p.capacity) +
                               " usable on " + cluster_.device.kind + " [" + breakdown + "]";
     if (!m.floor_fits()) {
-      // It cannot run whatever the data: an error.
+      // It cannot run whatever the data: an error, unless the floor still fits the whole device:
+      // the headroom (grpo.memory_headroom, 5 %) is the margin kept for the estimate's own error
+      // (docs/memory-model.md "Simplifications and known gaps"), so a floor inside it is a
+      // warning.
+      const double device = cluster_.device.memory_gib * kGiB;
+      if (p.floor_total() <= device) {
+        add(DiagCode::kOomRisk, where_key,
+            needs + "; the floor is inside the " +
+                format_fixed(100.0 * workload_.memory_headroom, 0) +
+                " % headroom kept for the estimate's error (" + format_gib(device) +
+                " on the device): it may not fit",
+            cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
+        return;
+      }
       add(DiagCode::kOomRisk, where_key, needs + "; even the floor does not fit",
           cheapest_fix(c, cluster_), where_or_command(where_key));
       return;

@@ -43,6 +43,22 @@ const PhaseMemory& MemoryEstimate::worst() const {
                                                                                    : training;
 }
 
+void apply_sglang_static_memory(MemoryEstimate& est, const WorkloadSpec& w, double device_bytes,
+                                double seq_length) {
+  if (!w.rollout_sglang) return;
+  double resident = 0;
+  for (const auto& i : est.rollout.items) {
+    if (i.name.rfind("actor ", 0) == 0 || i.name == "reference weights") resident += i.bytes;
+  }
+  const double fraction = device_bytes * w.gpu_memory_utilization;
+  const double kv = std::max(0.0, fraction - resident - est.engine.weights);
+  for (auto& i : est.rollout.items) {
+    if (i.name == "KV cache") i.bytes = i.floor = kv;
+  }
+  est.engine.kv_capacity = kv;
+  est.engine.weights_fit = kv >= seq_length * est.engine.kv_bytes_per_token;
+}
+
 double runtime_overhead_bytes(DeviceVendor vendor) {
   switch (vendor) {
     case DeviceVendor::kNvidia:
@@ -365,6 +381,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       MemoryItem::fixed("KV cache", r.kv_capacity),
       MemoryItem::fixed("runtime overhead", overhead),
   };
+  apply_sglang_static_memory(est, w, device_bytes, static_cast<double>(w.seq_length()));
   return est;
 }
 

@@ -82,6 +82,8 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
                        MemoryItem::fixed("rollout workspace", r.workspace),
                        MemoryItem::fixed("KV cache", r.kv_capacity),
                        MemoryItem::fixed("runtime overhead", overhead)};
+  apply_sglang_static_memory(est, w, c.device.memory_gib * kGiB,
+                             static_cast<double>(w.seq_length()));
   return est;
 }
 

@@ -91,6 +91,17 @@ struct MemoryEstimate {
   const PhaseMemory& worst() const;
 };
 
+// SGLang's static memory (rollout.name=sglang): mem_fraction_static (gpu_memory_utilization) is a
+// share of the whole device, and the KV pool gets what of it is free after the weights load:
+// rest = free after load - total x (1 - fraction) (sglang v0.5.8
+// python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py profile_max_num_token). What
+// the actor keeps resident during the rollout is inside the fraction, not on top of it: the KV
+// cache of `est.rollout` becomes fraction x device - resident - rollout weights (at least 0), and
+// the engine cannot start (weights_fit false) when that leaves no room for one sequence.
+// vLLM's gpu_memory_utilization is not shared so, and nothing changes for it.
+void apply_sglang_static_memory(MemoryEstimate& est, const WorkloadSpec& w, double device_bytes,
+                                double seq_length);
+
 // Fixed runtime overhead per device (CUDA/CANN context, communicator buffers, fragmentation).
 double runtime_overhead_bytes(DeviceVendor vendor);
 

@@ -39,6 +39,10 @@ struct WorkloadSpec {
   std::int64_t max_response_length = 1024;  // data.max_response_length
   std::int64_t ppo_epochs = 1;
   double gpu_memory_utilization = 0.6;  // rollout.gpu_memory_utilization (vLLM)
+  // rollout.name == "sglang": gpu_memory_utilization is SGLang's mem_fraction_static, a share of
+  // the device that already holds what was resident before the engine started
+  // (docs/memory-model.md "SGLang's static memory").
+  bool rollout_sglang = false;
   std::int64_t max_num_seqs = 1024;     // rollout.max_num_seqs (vLLM concurrent sequences)
   bool use_kl_loss = true;              // needs the frozen reference model
   Dtype dtype = Dtype::kBf16;           // training compute dtype
