@@ -178,14 +178,16 @@ double lora_params(const ModelSpec& m, const LoraSpec& lora) {
 }
 
 RolloutMemory estimate_rollout_memory(const ModelSpec& m, const ClusterProfile& c,
-                                      const WorkloadSpec& w, int rollout_tp) {
+                                      const WorkloadSpec& w, int rollout_tp, int rollout_ep) {
   RolloutMemory r;
   r.rollout_tp = rollout_tp;
   const double wb = memory_terms::weight_bytes(w.dtype);
   const double device_bytes = c.device.memory_gib * kGiB;
   const ParamCounts counts = count_params(m);
   const double rtp = rollout_tp;
-  r.weights = wb * static_cast<double>(counts.total()) / rtp;
+  const double rep = std::max(rollout_tp, rollout_ep);
+  r.weights = wb * (static_cast<double>(counts.non_expert()) / rtp +
+                    static_cast<double>(counts.routed_experts) / rep);
   r.budget = device_bytes * w.gpu_memory_utilization;
   // KV heads are split over rollout TP, or replicated (one per device) when TP exceeds them.
   const double kv_heads = std::ceil(static_cast<double>(m.num_kv_heads) / rtp);
@@ -310,7 +312,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   // verl's offload moves state off the device between phases, not within one: for the update
   // the actor's weights, gradients and optimizer states are all loaded back (megatron_workers
   // update_actor); an offloaded reference stays on the host while the actor trains.
-  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp);
+  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
   const RolloutMemory& r = est.engine;
   est.training.phase = "training";
   est.training.capacity = capacity;

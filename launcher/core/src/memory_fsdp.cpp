@@ -56,7 +56,7 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
   const auto logits_at = [&](double t) {
     return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size));
   };
-  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp);
+  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
   const RolloutMemory& r = est.engine;
   // The FSDP reference model always lives on the host (CPU offload) and is not counted; with
   // LoRA it is the actor itself.

@@ -70,8 +70,13 @@ struct RolloutMemory {
   double utilization_needed = 0;
 };
 
+// The rollout engine at `rollout_tp` and, with vLLM's / SGLang's expert parallelism
+// (rollout.expert_parallel_size = rollout TP x rollout DP, verl/workers/config/rollout.py
+// RolloutConfig; vllm_async_server.py passes enable_expert_parallel and data_parallel_size),
+// `rollout_ep`: the routed experts are split over the EP ranks, everything else over TP.
 RolloutMemory estimate_rollout_memory(const ModelSpec& model, const ClusterProfile& cluster,
-                                      const WorkloadSpec& workload, int rollout_tp);
+                                      const WorkloadSpec& workload, int rollout_tp,
+                                      int rollout_ep = 1);
 
 struct MemoryEstimate {
   PhaseMemory rollout;   // generation: resident actor state + the engine's budget
