@@ -821,13 +821,18 @@ class RunChecker {
       if ((name == "CUDA_VISIBLE_DEVICES" || name == "ASCEND_RT_VISIBLE_DEVICES") &&
           !a.value.unresolved && !value.empty()) {
         // verl asks Ray for n_gpus_per_node devices per node (one placement-group bundle
-        // each): extra visible devices stay idle; too few and the workers cannot be placed.
+        // each): extra visible devices stay idle. Too few fails at once: Ray registers only the
+        // visible devices (its accelerator detection caps the count at them:
+        // resolve_and_update_accelerator_resources, Ray 2.x), and verl's ResourcePoolManager
+        // raises "Total available GPUs N is less than total desired GPUs M" before any worker
+        // starts (verl/single_controller/ray/base.py _check_resource_available, b178a3cd).
         const auto count = 1 + std::count(value.begin(), value.end(), ',');
         if (count < run_.gpus_per_node) {
           add(DiagCode::kEnvConflict, name,
               name + "=" + value + " exposes " + std::to_string(count) +
                   " devices but trainer.n_gpus_per_node=" + std::to_string(run_.gpus_per_node) +
-                  ": Ray cannot place that many workers per node",
+                  ": Ray registers only the visible devices and verl stops at start-up (\"Total "
+                  "available GPUs ... is less than total desired GPUs\")",
               "make them agree", where);
         } else if (count > run_.gpus_per_node) {
           add(DiagCode::kEnvConflict, name,

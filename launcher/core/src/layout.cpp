@@ -732,6 +732,11 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
       }
     }
     if (whole) {
+      // verl's workers assert it at start-up, a micro batch above the rows included (it is not
+      // clamped): "normalized ppo_mini_batch_size ... should be divisible by
+      // ppo_micro_batch_size_per_gpu" and "... should be larger than ppo_micro_batch_size_per_gpu"
+      // (verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__, b178a3cd). The Megatron
+      // worker (megatron_workers.py) asserts neither; its micro batches are not read here yet.
       const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / d.dp;
       if (l.micro_batch < 1 || per_rank % l.micro_batch != 0) {
         add(DiagCode::kBatchNotDivisible, "micro_batch",
