@@ -258,6 +258,38 @@ TEST(Memory, FsdpByHand) {
                    3.5 * 3072 * 152'064 * 4);
 }
 
+// verl's prefix grouper (actor.use_prefix_grouper without remove_padding; docs/memory-model.md
+// "verl's prefix grouper") on the FsdpByHand set-up: n = 5 responses a prompt, micro batch B = 4,
+// a rank's mini batch 256 x 5 / 8 = 160 rows. Micro batch k starts at row 4k, which is offset
+// 4k mod 5 into a prompt's run of 5; the offsets repeat after 5 micro batches:
+//   k=0 offset 0: one row of prompt + 4 responses            -> 1 x (512 + 4 x 1024) = 4,608
+//   k=1 offset 4: rows of 1 and 3 responses, padded to 3     -> 2 x (512 + 3 x 1024) = 7,168
+//   k=2 offset 3: rows of 2 and 2                            -> 2 x (512 + 2 x 1024) = 5,120
+//   k=3 offset 2: rows of 3 and 1                            -> 2 x (512 + 3 x 1024) = 7,168
+//   k=4 offset 1: one row of 4                               -> 4,608
+// The worst is 7,168 concatenated tokens (the plain padded path has 4 x 1,536 = 6,144).
+// Activations stay 7,168 B a layer input (28 layers) + 158,832 B of the recomputed layer per
+// token. Logits: the model's bf16 logits over the 7,168 tokens (2 B), the split bf16 response rows
+// (4 x 1,024 tokens, 2 B), and the unfused path's 3.5 fp32 tensors over those 4,096 tokens.
+TEST(Memory, FsdpPrefixGrouperByHand) {
+  const auto m = test::model("qwen2.5-7b");
+  const auto c = test::cluster("a100x8");
+  WorkloadSpec w = c.grpo;
+  w.prefix_grouper = true;
+  w.remove_padding = false;
+  const MemoryEstimate e = estimate_fsdp_memory(m, c, w, fsdp_layout(8, 4));
+  EXPECT_DOUBLE_EQ(e.training.bytes("activations"), (7'168.0 * 28 + 158'832.0) * 7'168);
+  EXPECT_DOUBLE_EQ(e.training.bytes("logits"),
+                   152'064.0 * (2 * 7'168 + 2 * 4'096) + 3.5 * 4'096 * 152'064 * 4);
+  // The grouper packs only real tokens: the floor is one 1-token row, as with remove_padding.
+  EXPECT_DOUBLE_EQ(e.training.floor("activations"), 7'168.0 * 28 + 158'832.0);
+  // With remove_padding verl's actor takes its packed path and ignores the grouper
+  // (dp_actor.py _forward_micro_batch): the FsdpByHand numbers.
+  w.remove_padding = true;
+  EXPECT_DOUBLE_EQ(estimate_fsdp_memory(m, c, w, fsdp_layout(8, 4)).training.bytes("logits"),
+                   3.5 * 6144 * 152'064 * 4);
+}
+
 // LoRA on one GPU (verl's 7B LoRA example): the base stays frozen in bf16 (2P), the adapters
 // (A = 80,740,352) have fp32 weights, gradients and Adam moments: 4A + 4A + 8A; the reference is
 // the actor with its adapters off. Full fine-tuning would need 16P = 113 GiB of state alone.

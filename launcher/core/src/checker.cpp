@@ -385,6 +385,7 @@ class RunChecker {
     w.fused_logprob = bool_setting(A + "actor.use_fused_kernels",
                                    bool_setting(A + "model.use_fused_kernels", false));
     w.entropy_chunking = bool_setting(A + "actor.entropy_from_logits_with_chunking", false);
+    w.prefix_grouper = bool_setting(kPrefixGrouper, false);
     w.free_cache_engine = bool_setting(A + "rollout.free_cache_engine", true);
     w.lora.rank = static_cast<int>(int_setting(A + "model.lora_rank", 0, 0));
     w.lora.alpha = double_setting(A + "model.lora_alpha", 16);

@@ -47,14 +47,20 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
 
   // Activations and logits of one micro batch, each sequence split over the Ulysses group.
   // gradient checkpointing (verl's default) keeps each layer's input and recomputes one layer.
-  const memory_terms::TokenRange tokens = memory_terms::micro_batch_tokens(w, l, l.dims.cp);
+  const bool grouped = memory_terms::prefix_grouper_applies(w, l.dims.cp);
+  const memory_terms::TokenRange tokens = grouped
+                                              ? memory_terms::prefix_grouper_tokens(w, l)
+                                              : memory_terms::micro_batch_tokens(w, l, l.dims.cp);
   const memory_terms::LayerActivation act = memory_terms::layer_activation_per_token(m, l);
   const LogprobPath path = memory_terms::logprob_path(w, false);
   const auto act_at = [&](double t) {
     return memory_terms::stage_activations(m, l, act, 0, static_cast<int>(m.num_layers), t, 1.0);
   };
   const auto logits_at = [&](double t) {
-    return memory_terms::logits_bytes(path, t, static_cast<double>(m.vocab_size));
+    const double vocab = static_cast<double>(m.vocab_size);
+    if (!grouped) return memory_terms::logits_bytes(path, t, vocab);
+    const double responses = t == tokens.worst ? tokens.grouped_responses : t;
+    return memory_terms::prefix_grouper_logits_bytes(t, responses, vocab);
   };
   est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
   const RolloutMemory& r = est.engine;

@@ -56,6 +56,46 @@ TokenRange micro_batch_tokens(const WorkloadSpec& w, const Layout& l, int split)
   return t;
 }
 
+bool prefix_grouper_applies(const WorkloadSpec& w, int ulysses) {
+  return w.prefix_grouper && !w.remove_padding && ulysses <= 1 && !w.fused_logprob &&
+         !w.dynamic_batch();
+}
+
+TokenRange prefix_grouper_tokens(const WorkloadSpec& w, const Layout& l) {
+  // verl trainer/ppo/prefix_grouper_utils.py build_pg_from_micro_batch: each run of one prompt's
+  // responses in a micro batch becomes one row, the prompt's real tokens once and then each
+  // response's real tokens, padded to the longest row. ray_trainer.py _balance_batch keeps a
+  // prompt's responses whole and in order on one rank, and a rank's mini batch is whole prompts
+  // (GROUP_SPLIT otherwise), so micro batch k covers rows [kB, kB + B) of runs of n; the offsets
+  // repeat after at most n micro batches.
+  const std::int64_t n = std::max<std::int64_t>(1, w.rollout_n);
+  const std::int64_t b = std::max<std::int64_t>(1, l.micro_batch);
+  const std::int64_t rows =
+      std::max(b, w.ppo_mini_batch_size * n / std::max<std::int64_t>(1, l.dims.dp));
+  const std::int64_t windows = std::min((rows + b - 1) / b, n);
+  const double prompt = static_cast<double>(w.max_prompt_length);
+  const double response = static_cast<double>(w.max_response_length);
+  TokenRange t;
+  for (std::int64_t k = 0; k < windows; ++k) {
+    const std::int64_t first = std::min(n - (k * b) % n, b);  // the run the window starts in
+    const std::int64_t rest = b - first;
+    const std::int64_t runs = 1 + (rest + n - 1) / n;
+    const std::int64_t longest = std::max(first, std::min(n, rest));
+    t.worst = std::max(
+        t.worst, static_cast<double>(runs) * (prompt + static_cast<double>(longest) * response));
+  }
+  t.floor = 1.0;  // only real tokens: as short as the data
+  t.grouped_responses = static_cast<double>(b) * response;
+  return t;
+}
+
+double prefix_grouper_logits_bytes(double concat, double responses, double vocab) {
+  // pg_forward: model(...).logits in bf16 over the concatenated rows, split_output's bf16 copy
+  // of the response rows, then .float() and logprobs_from_logits on them as on the unfused path.
+  return vocab * (2.0 * concat + 2.0 * responses) +
+         logits_bytes(LogprobPath::kUnfused, responses, vocab);
+}
+
 LogprobPath logprob_path(const WorkloadSpec& w, bool megatron) {
   if (w.fused_logprob) return LogprobPath::kFused;
   if (megatron) return LogprobPath::kVocabParallel;

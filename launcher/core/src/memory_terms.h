@@ -37,8 +37,22 @@ LayerActivation layer_activation_per_token(const ModelSpec& m, const Layout& l);
 struct TokenRange {
   double floor = 0;
   double worst = 0;
+  // verl's prefix grouper: the response tokens whose fp32 log-probs the concatenated rows
+  // yield (0 when the grouper is not in use; docs/memory-model.md "verl's prefix grouper").
+  double grouped_responses = 0;
 };
 TokenRange micro_batch_tokens(const WorkloadSpec& w, const Layout& l, int split);
+
+// Whether verl's FSDP actor takes the prefix grouper's path (dp_actor.py _forward_micro_batch:
+// use_prefix_grouper and none of remove_padding, Ulysses, fused kernels, dynamic batches).
+bool prefix_grouper_applies(const WorkloadSpec& w, int ulysses);
+// The tokens of one grouped micro batch: worst is the concatenated rows, padded, of the worst
+// micro batch; grouped_responses is its response tokens (micro batch x max response length).
+TokenRange prefix_grouper_tokens(const WorkloadSpec& w, const Layout& l);
+
+// The logits of one grouped micro batch: the model's bf16 logits over `concat` tokens, the bf16
+// response rows split from them, and 3.5 fp32 tensors over those `responses` (the unfused path).
+double prefix_grouper_logits_bytes(double concat, double responses, double vocab);
 
 // The log-prob path the settings select (fused kernels win, then Megatron's vocab-parallel path,
 // then chunked entropy).

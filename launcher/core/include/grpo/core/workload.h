@@ -52,6 +52,10 @@ struct WorkloadSpec {
   std::int64_t max_token_len_per_gpu = 0;          // use_dynamic_bsz: ppo_max_token_len_per_gpu
   std::int64_t logprob_max_token_len_per_gpu = 0;  // rollout.log_prob_max_token_len_per_gpu
   bool entropy_chunking = false;                   // actor.entropy_from_logits_with_chunking
+  // actor.use_prefix_grouper: each prompt once, then its responses, in one row per prompt
+  // (docs/memory-model.md "verl's prefix grouper"); verl uses it only without remove_padding,
+  // Ulysses, fused kernels and dynamic batches.
+  bool prefix_grouper = false;
   bool free_cache_engine = true;  // rollout.free_cache_engine: the engine sleeps during training
   LoraSpec lora;
   double achievable_mfu = 0.4;    // fraction of peak the cost model assumes
