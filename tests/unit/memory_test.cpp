@@ -290,6 +290,26 @@ TEST(Memory, FsdpPrefixGrouperByHand) {
                    3.5 * 6144 * 152'064 * 4);
 }
 
+// The rollout phase of FsdpByHand under verl's two workers: the legacy worker keeps the actor's
+// fp32 shards (4 x 7,615,616,512 / 8 = 3,807,808,256 B) and Adam's states (8 x P / 8) on the
+// device; the model-engine worker (trainer.use_legacy_worker_impl=disable) moves the model to the
+// host after the weight sync (engine_workers.py update_weights) and keeps only the states.
+TEST(Memory, EngineWorkerMovesTheActorModelForTheRollout) {
+  const auto m = test::model("qwen2.5-7b");
+  const auto c = test::cluster("a100x8");
+  WorkloadSpec w = c.grpo;
+  const MemoryEstimate legacy = estimate_fsdp_memory(m, c, w, fsdp_layout(8, 4));
+  EXPECT_DOUBLE_EQ(legacy.rollout.bytes("actor weights"), 3'807'808'256.0);
+  EXPECT_DOUBLE_EQ(legacy.rollout.bytes("actor optimizer states"), 7'615'616'512.0);
+  w.engine_worker = true;
+  const MemoryEstimate engine = estimate_fsdp_memory(m, c, w, fsdp_layout(8, 4));
+  EXPECT_DOUBLE_EQ(engine.rollout.bytes("actor weights"), 0.0);
+  EXPECT_DOUBLE_EQ(engine.rollout.bytes("actor optimizer states"), 7'615'616'512.0);
+  EXPECT_DOUBLE_EQ(legacy.rollout.total() - engine.rollout.total(), 3'807'808'256.0);
+  // The training phase does not change: the update loads the model back.
+  EXPECT_DOUBLE_EQ(legacy.training.total(), engine.training.total());
+}
+
 // LoRA on one GPU (verl's 7B LoRA example): the base stays frozen in bf16 (2P), the adapters
 // (A = 80,740,352) have fp32 weights, gradients and Adam moments: 4A + 4A + 8A; the reference is
 // the actor with its adapters off. Full fine-tuning would need 16P = 113 GiB of state alone.

@@ -387,6 +387,7 @@ class RunChecker {
     w.entropy_chunking = bool_setting(A + "actor.entropy_from_logits_with_chunking", false);
     w.prefix_grouper = bool_setting(kPrefixGrouper, false);
     w.free_cache_engine = bool_setting(A + "rollout.free_cache_engine", true);
+    w.engine_worker = lower(string_setting("trainer.use_legacy_worker_impl", "auto")) == "disable";
     w.lora.rank = static_cast<int>(int_setting(A + "model.lora_rank", 0, 0));
     w.lora.alpha = double_setting(A + "model.lora_alpha", 16);
     if (usable(A + "model.target_modules") != nullptr) {
@@ -697,7 +698,10 @@ class RunChecker {
     const MemoryEstimate& m = *run_.memory;
     if (m.fits()) return;
     std::string where_key = kModelPath;
-    if (find(kMicro) != nullptr) {
+    const std::string utilization = A + "rollout.gpu_memory_utilization";
+    if (m.limiting().phase == "rollout" && find(utilization) != nullptr) {
+      where_key = utilization;  // the rollout's own budget, not the training micro batch
+    } else if (find(kMicro) != nullptr) {
       where_key = kMicro;
     } else if (workload_.dynamic_batch() && find(A + "actor.ppo_max_token_len_per_gpu")) {
       where_key = A + "actor.ppo_max_token_len_per_gpu";
@@ -710,10 +714,10 @@ class RunChecker {
     if (!m.engine.weights_fit && workload_.rollout_sglang) {
       add(DiagCode::kOomRisk, where_key,
           "SGLang's mem_fraction_static (gpu_memory_utilization) x " +
-              format_fixed(cluster_.device.memory_gib, 0) + " GiB = " +
-              format_gib(m.engine.budget) + " holds what stays resident for the rollout and " +
-              format_gib(m.engine.weights) + " of rollout weights at rollout TP=" +
-              std::to_string(l.rollout_tp) +
+              format_fixed(cluster_.device.memory_gib, 0) +
+              " GiB = " + format_gib(m.engine.budget) +
+              " holds what stays resident for the rollout and " + format_gib(m.engine.weights) +
+              " of rollout weights at rollout TP=" + std::to_string(l.rollout_tp) +
               ", and leaves no KV cache for one sequence (sglang model_runner "
               "profile_max_num_token: \"Not enough memory\")",
           "raise gpu_memory_utilization or rollout.tensor_model_parallel_size, or offload the "
@@ -730,11 +734,7 @@ class RunChecker {
           where_or_command(where_key));
       return;
     }
-    // The phase reported: with a floor that does not fit, the phase whose floor it is (the worst
-    // case of another phase may overshoot more: it is only a warning); else the worst case's.
-    const PhaseMemory& p = !m.floor_fits() && m.training.floor_fits() ? m.rollout
-                           : !m.floor_fits()                          ? m.training
-                                                                      : m.worst();
+    const PhaseMemory& p = m.limiting();
     std::string breakdown;
     for (const auto& item : p.items) {
       if (item.bytes > 0)
@@ -756,6 +756,23 @@ class RunChecker {
                 format_fixed(100.0 * workload_.memory_headroom, 0) +
                 " % headroom kept for the estimate's error (" + format_gib(device) +
                 " on the device): it may not fit",
+            cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
+        return;
+      }
+      // Sharded state shrinks with the world size: when the script's node or device count is
+      // not known statically (a Slurm variable the submission sets), the verdict rests on the
+      // assumed count and stays a warning.
+      std::string assumed;
+      for (const char* key : {"trainer.nnodes", "trainer.n_gpus_per_node"}) {
+        const Override* o = find(key);
+        if (o != nullptr && o->unresolved)
+          assumed += (assumed.empty() ? "" : " and ") + std::string(key);
+      }
+      if (!assumed.empty()) {
+        add(DiagCode::kOomRisk, where_key,
+            needs + "; the floor does not fit at the assumed " + std::to_string(cluster_.nodes) +
+                " x " + std::to_string(cluster_.gpus_per_node) + " devices (" + assumed +
+                " not known statically): it may fit on more",
             cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
         return;
       }

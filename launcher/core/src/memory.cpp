@@ -43,6 +43,12 @@ const PhaseMemory& MemoryEstimate::worst() const {
                                                                                    : training;
 }
 
+const PhaseMemory& MemoryEstimate::limiting() const {
+  if (!rollout.floor_fits() && training.floor_fits()) return rollout;
+  if (!training.floor_fits()) return training;
+  return worst();
+}
+
 void apply_sglang_static_memory(MemoryEstimate& est, const WorkloadSpec& w, double device_bytes,
                                 double seq_length) {
   if (!w.rollout_sglang) return;
@@ -57,6 +63,13 @@ void apply_sglang_static_memory(MemoryEstimate& est, const WorkloadSpec& w, doub
   }
   est.engine.kv_capacity = kv;
   est.engine.weights_fit = kv >= seq_length * est.engine.kv_bytes_per_token;
+}
+
+void apply_engine_worker_offload(MemoryEstimate& est, const WorkloadSpec& w) {
+  if (!w.engine_worker) return;
+  for (auto& i : est.rollout.items) {
+    if (i.name == "actor weights" || i.name == "actor gradients") i.bytes = i.floor = 0;
+  }
 }
 
 double runtime_overhead_bytes(DeviceVendor vendor) {
@@ -384,6 +397,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       MemoryItem::fixed("runtime overhead", overhead),
   };
   apply_sglang_static_memory(est, w, device_bytes, static_cast<double>(w.seq_length()));
+  apply_engine_worker_offload(est, w);
   return est;
 }
 

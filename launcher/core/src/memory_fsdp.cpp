@@ -90,6 +90,7 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
                        MemoryItem::fixed("runtime overhead", overhead)};
   apply_sglang_static_memory(est, w, c.device.memory_gib * kGiB,
                              static_cast<double>(w.seq_length()));
+  apply_engine_worker_offload(est, w);
   return est;
 }
 

@@ -69,8 +69,7 @@ Status split_layout_overrides(const std::vector<Override>& all, LayoutConstraint
 std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
   const Layout& l = c.layout;
   const MemoryEstimate& m = c.memory;
-  const PhaseMemory& worst = m.worst();
-  if (worst.phase == "rollout") {
+  if (m.limiting().phase == "rollout") {
     if (!l.offload.optimizer && !l.offload.cpu_optimizer) {
       return "enable optimizer offload (frees the resident optimizer states during rollout)";
     }

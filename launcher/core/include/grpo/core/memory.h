@@ -94,6 +94,10 @@ struct MemoryEstimate {
   }
   // The phase that is over capacity by the largest margin (the training phase when all fit).
   const PhaseMemory& worst() const;
+  // The phase a report names and a fix addresses: the phase whose floor does not fit (the
+  // rollout's when the training floor fits), else the worst (a worst case of another phase may
+  // overshoot more, but a floor that does not fit is what stops the run).
+  const PhaseMemory& limiting() const;
 };
 
 // SGLang's static memory (rollout.name=sglang): mem_fraction_static (gpu_memory_utilization) is a
@@ -106,6 +110,15 @@ struct MemoryEstimate {
 // vLLM's gpu_memory_utilization is not shared so, and nothing changes for it.
 void apply_sglang_static_memory(MemoryEstimate& est, const WorkloadSpec& w, double device_bytes,
                                 double seq_length);
+
+// verl's model-engine worker (trainer.use_legacy_worker_impl=disable) moves the actor's model
+// (parameters and, for Megatron, gradient buffers) to the host after every weight sync, whatever
+// param_offload says, before the KV cache resumes (verl engine_workers.py
+// ActorRolloutRefWorker.update_weights step 3, `engine.to("cpu", model=True, optimizer=False)`);
+// the optimizer states stay unless optimizer_offload. The legacy workers keep the model on the
+// device unless param_offload (fsdp_workers.py / megatron_workers.py rollout_mode). Called after
+// apply_sglang_static_memory: SGLang sized its pool while the model was still resident.
+void apply_engine_worker_offload(MemoryEstimate& est, const WorkloadSpec& w);
 
 // Fixed runtime overhead per device (CUDA/CANN context, communicator buffers, fragmentation).
 double runtime_overhead_bytes(DeviceVendor vendor);

@@ -56,6 +56,9 @@ struct WorkloadSpec {
   // (docs/memory-model.md "verl's prefix grouper"); verl uses it only without remove_padding,
   // Ulysses, fused kernels and dynamic batches.
   bool prefix_grouper = false;
+  // trainer.use_legacy_worker_impl=disable: verl's model-engine worker, which moves the actor's
+  // model to the host for the rollout (memory.h apply_engine_worker_offload).
+  bool engine_worker = false;
   bool free_cache_engine = true;  // rollout.free_cache_engine: the engine sleeps during training
   LoraSpec lora;
   double achievable_mfu = 0.4;    // fraction of peak the cost model assumes
