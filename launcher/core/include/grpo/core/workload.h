@@ -43,10 +43,10 @@ struct WorkloadSpec {
   // the device that already holds what was resident before the engine started
   // (docs/memory-model.md "SGLang's static memory").
   bool rollout_sglang = false;
-  std::int64_t max_num_seqs = 1024;     // rollout.max_num_seqs (vLLM concurrent sequences)
-  bool use_kl_loss = true;              // needs the frozen reference model
-  Dtype dtype = Dtype::kBf16;           // training compute dtype
-  bool fused_logprob = false;           // fused log-prob + loss kernel: no b*s*V logits buffer
+  std::int64_t max_num_seqs = 1024;  // rollout.max_num_seqs (vLLM concurrent sequences)
+  bool use_kl_loss = true;           // needs the frozen reference model
+  Dtype dtype = Dtype::kBf16;        // training compute dtype
+  bool fused_logprob = false;        // fused log-prob + loss kernel: no b*s*V logits buffer
   // How verl feeds the actor (docs/memory-model.md, "Tokens per micro batch"):
   bool remove_padding = true;                      // model.use_remove_padding: pack real tokens
   std::int64_t max_token_len_per_gpu = 0;          // use_dynamic_bsz: ppo_max_token_len_per_gpu
