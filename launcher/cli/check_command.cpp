@@ -71,7 +71,10 @@ void print_text(const core::CheckReport& report) {
       std::cout << "  memory per device: training " << core::format_gib(m.training.floor_total())
                 << " floor, " << core::format_gib(m.training.total()) << " worst case; rollout "
                 << core::format_gib(m.rollout.total()) << "; of "
-                << core::format_gib(m.training.capacity) << " usable\n";
+                << core::format_gib(m.training.capacity) << " usable ("
+                << core::format_gib(m.training.capacity / (1.0 - run.workload.memory_headroom))
+                << " less " << core::format_fixed(100.0 * run.workload.memory_headroom, 0)
+                << " % kept for the estimate's error)\n";
     }
     for (const auto& c : run.conditions) std::cout << "  read conditionally: " << c << "\n";
     for (auto sev : {core::Severity::kError, core::Severity::kWarning, core::Severity::kInfo}) {

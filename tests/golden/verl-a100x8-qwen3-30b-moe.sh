@@ -31,7 +31,7 @@
 #   rollout workspace                   -       0.8
 #   KV cache                            -      32.9   needs 36.0 for 1024 sequences of 1536 tokens
 #   runtime overhead                  2.0       2.0
-#   total                            75.8      50.0   of 76.0 usable (5% headroom)
+#   total                            75.8      50.0   of 76.0 usable (80.0 less 5% kept for the estimate's error)
 #   floor (any data)                 30.9      50.0
 #
 # Estimated step 435 s: rollout 96.6, log-probs 112, training 168 + bubble 0.0, comm TP 0.0 EP 36.1 DP 0.1 PP 0.0, offload 22.2; MFU 29%

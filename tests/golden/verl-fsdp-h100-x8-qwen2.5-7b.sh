@@ -30,7 +30,7 @@
 #   rollout workspace                   -       1.2
 #   KV cache                            -      32.6   needs 6.6 for 80 sequences of 1536 tokens
 #   runtime overhead                  2.0       2.0
-#   total                            45.5      51.3   of 76.0 usable (5% headroom)
+#   total                            45.5      51.3   of 76.0 usable (80.0 less 5% kept for the estimate's error)
 #   floor (any data)                  7.8      51.3
 #
 # Estimated step 31.0 s: rollout 7.6, log-probs 9.4, training 14.0 + bubble 0.0, comm TP 0.0 EP 0.0 DP 0.0 PP 0.0, offload 0.0; MFU 35%

@@ -61,6 +61,7 @@ bool has_item(const PhaseMemory& p, const std::string& name) {
 
 void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) {
   const MemoryEstimate& m = c.memory;
+  const double device = m.training.capacity / (1.0 - w.memory_headroom);
   out += "Memory per device (GiB)        training   rollout\n";
   auto cell = [&](const PhaseMemory& p, const std::string& row) {
     return has_item(p, row) ? gib(p.bytes(row)) : std::string("-");
@@ -78,13 +79,19 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
   }
   out += "  " + pad("total", 28) + lpad(gib(m.training.total()), 9) +
          lpad(gib(m.rollout.total()), 10) + "   of " + gib(m.training.capacity) + " usable (" +
-         format_fixed(100.0 * w.memory_headroom, 0) + "% headroom)" +
-         (m.fits() ? "" : ", does not fit") + "\n";
+         gib(device) + " less " + format_fixed(100.0 * w.memory_headroom, 0) +
+         "% kept for the estimate's error)" + (m.fits() ? "" : ", does not fit") + "\n";
   // The floor: what is resident whatever the data (docs/memory-model.md); the rows above are
   // the worst case, every sequence at its maximum length.
+  // A floor inside the headroom may still fit (check's OOM_RISK warning); past the device it
+  // cannot run.
+  const double floor = std::max(m.training.floor_total(), m.rollout.floor_total());
   out += "  " + pad("floor (any data)", 28) + lpad(gib(m.training.floor_total()), 9) +
          lpad(gib(m.rollout.floor_total()), 10) +
-         (m.floor_fits() ? "" : "   does not fit: cannot run") + "\n";
+         (m.floor_fits()    ? ""
+          : floor <= device ? "   inside the headroom: may not fit"
+                            : "   does not fit: cannot run") +
+         "\n";
 }
 
 }  // namespace
