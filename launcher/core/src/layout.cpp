@@ -431,6 +431,59 @@ void check_virtual_pipeline(const ModelSpec& m, const Layout& l, const EngineVer
   }
 }
 
+// The fixed micro batch (ppo_micro_batch_size_per_gpu) against verl's rules at b178a3cd
+// (docs/parallelism.md "Micro batches"). Appends to `out`.
+void check_micro_batches(const WorkloadSpec& w, const Layout& l, std::vector<Diagnostic>& out) {
+  auto add = [&](std::string msg, std::string hint) {
+    out.push_back(
+        make_diag(DiagCode::kBatchNotDivisible, "micro_batch", std::move(msg), std::move(hint)));
+  };
+  const ParallelDims& d = l.dims;
+  const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / d.dp;
+  if (l.micro_batch < 1) {
+    add("micro batch " + num(l.micro_batch) + " is not a positive size", "use a micro batch >= 1");
+    return;
+  }
+  if (l.fsdp || l.embedded_trainer) {
+    // verl's FSDP worker asserts it at start-up, a micro batch above the rows included (it is
+    // not clamped): "normalized ppo_mini_batch_size ... should be divisible by
+    // ppo_micro_batch_size_per_gpu" and "... should be larger than ppo_micro_batch_size_per_gpu"
+    // (verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__). grpo-trainer splits a rank's
+    // rows into whole micro batches too.
+    if (per_rank % l.micro_batch != 0) {
+      add(num(per_rank) + " responses per rank per mini batch are not divisible by micro batch " +
+              num(l.micro_batch),
+          "use a micro batch dividing " + num(per_rank));
+    }
+    return;
+  }
+  // Megatron: verl/workers/actor/megatron_actor.py forward_backward_batch splits each mini batch
+  // with `batch.split(micro_batch_size)`, so the last micro batch may be short and one above the
+  // rows is the whole mini batch; megatron_workers.py asserts nothing on it. What fails at once is
+  // verl/utils/config.py validate_config (without use_dynamic_bsz): train_batch_size x rollout.n
+  // must be divisible by Megatron DP x micro batch.
+  const std::int64_t responses = w.train_batch_size * w.rollout_n;
+  if (!w.dynamic_batch() && responses % (d.dp * l.micro_batch) != 0) {
+    add(num(w.train_batch_size) + " prompts x rollout.n " + num(w.rollout_n) + " = " +
+            num(responses) + " responses are not divisible by DP " + num(d.dp) + " x micro batch " +
+            num(l.micro_batch) + " (verl's validate_config asserts it for Megatron)",
+        "use a micro batch dividing " + num(responses / d.dp));
+    return;
+  }
+  if (l.vpp > 0 && d.pp > 1) {
+    // forward_backward_pipelining_with_interleaving: micro batches in groups of
+    // microbatch_group_size_per_vp_stage (default PP), at least one whole group.
+    const std::int64_t micro = (per_rank + l.micro_batch - 1) / l.micro_batch;
+    if (micro < d.pp || micro % d.pp != 0) {
+      add(num(micro) + " micro batches per mini batch (" + num(per_rank) +
+              " responses / micro batch " + num(l.micro_batch) +
+              ") with the interleaved schedule (VPP = " + num(l.vpp) +
+              ") must be a multiple of PP = " + num(d.pp) + " and at least PP",
+          "choose a micro batch giving a multiple of " + num(d.pp) + " micro batches");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Diagnostic> check_rollout_legality(const ModelSpec& m, const ClusterProfile& c,
@@ -731,32 +784,18 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
             "make " + name + " x rollout.n divisible by DP = " + num(d.dp));
       }
     }
-    if (whole) {
-      // verl's workers assert it at start-up, a micro batch above the rows included (it is not
-      // clamped): "normalized ppo_mini_batch_size ... should be divisible by
-      // ppo_micro_batch_size_per_gpu" and "... should be larger than ppo_micro_batch_size_per_gpu"
-      // (verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__, b178a3cd). The Megatron
-      // worker (megatron_workers.py) asserts neither; its micro batches are not read here yet.
-      const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / d.dp;
-      if (l.micro_batch < 1 || per_rank % l.micro_batch != 0) {
-        add(DiagCode::kBatchNotDivisible, "micro_batch",
-            num(per_rank) + " responses per rank per mini batch are not divisible by micro batch " +
-                num(l.micro_batch),
-            "use a micro batch dividing " + num(per_rank));
-      } else if (!l.fsdp && l.vpp > 0 && d.pp > 1) {
-        // forward_backward_pipelining_with_interleaving: micro batches in groups of
-        // microbatch_group_size_per_vp_stage (default PP), at least one whole group.
-        const std::int64_t micro = per_rank / l.micro_batch;
-        if (micro < d.pp || micro % d.pp != 0) {
-          add(DiagCode::kBatchNotDivisible, "micro_batch",
-              num(micro) + " micro batches per mini batch (" + num(per_rank) +
-                  " responses / micro batch " + num(l.micro_batch) +
-                  ") with the interleaved schedule (VPP = " + num(l.vpp) +
-                  ") must be a multiple of PP = " + num(d.pp) + " and at least PP",
-              "choose a micro batch giving a multiple of " + num(d.pp) + " micro batches");
-        }
-      }
+    const std::int64_t responses = w.train_batch_size * w.rollout_n;
+    if (whole && l.fsdp && !l.embedded_trainer && !w.dynamic_batch() && responses % world != 0) {
+      // verl/utils/config.py validate_config (without use_dynamic_bsz): FSDP's minimal batch is
+      // every device, Ulysses ranks included, not only the data-parallel ones.
+      whole = false;
+      add(DiagCode::kBatchNotDivisible, "train_batch_size",
+          num(w.train_batch_size) + " prompts x rollout.n " + num(w.rollout_n) + " = " +
+              num(responses) + " responses are not divisible by the " + num(world) +
+              " devices (verl's validate_config asserts it for FSDP, Ulysses ranks included)",
+          "make train_batch_size x rollout.n divisible by " + num(world));
     }
+    if (whole) check_micro_batches(w, l, out);
   }
   // Precision.
   if (w.dtype == Dtype::kBf16 && !c.device.bf16) {

@@ -1,9 +1,11 @@
 # Modeled on verl examples/grpo_trainer/run_qwen2-7b_math_megatron.sh (Megatron actor, GSM8K + MATH,
 # 1 node x 8 GPUs).
 # Adapted: Qwen2.5-7B-Instruct, TP=2 without pipeline parallelism (DP = 4), parameter offload.
-# Planted: ppo_micro_batch_size_per_gpu=6. Per DP rank a mini batch holds 256 x 5 / 4 = 320 responses,
-# and 320 % 6 != 0 (the last micro batch would be short; 1024 x 5 responses do not divide into
-# DP x 6 either). Prompt batches are fine: 1024 % 256 == 0, 1024 and 256 are multiples of DP = 4.
+# Planted: ppo_micro_batch_size_per_gpu=6. verl/utils/config.py validate_config asserts for Megatron
+# that train_batch_size x rollout.n is divisible by DP x micro batch: 1024 x 5 = 5120 and
+# 5120 % (4 x 6) = 8. (Per DP rank a mini batch holds 256 x 5 / 4 = 320 responses, 320 % 6 != 0,
+# which Megatron's actor would take as a short last micro batch: clean_megatron_short_last_micro_batch.sh.)
+# Prompt batches are fine: 1024 % 256 == 0, 1024 and 256 are multiples of DP = 4.
 # Expected: BATCH_NOT_DIVISIBLE at the micro batch line; nothing else.
 set -x
 

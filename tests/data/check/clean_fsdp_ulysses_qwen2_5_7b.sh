@@ -1,10 +1,12 @@
 # Modeled on verl examples/grpo_trainer/run_qwen2-7b_seq_balance.sh (FSDP, Ulysses sequence parallelism,
 # GSM8K, 1 node x 8 GPUs).
-# Adapted: Qwen2.5-7B-Instruct, ulysses_sequence_parallel_size=2, 90 prompts x 6 responses per step in
+# Adapted: Qwen2.5-7B-Instruct, ulysses_sequence_parallel_size=2, 120 prompts x 6 responses per step in
 # mini batches of 30 prompts, micro batch 3.
-# Why it is legal: verl's FSDP worker builds a (dp, sp) mesh, so DP = 8 / 2 = 4: 540 and 180 responses
-# split over 4 ranks (45 per rank per mini batch, 15 micro batches of 3). Over all 8 ranks they would
-# not (540 % 8 = 4), which a checker taking DP = world would wrongly report.
+# Why it is legal: verl's FSDP worker builds a (dp, sp) mesh, so DP = 8 / 2 = 4: a mini batch's 180
+# responses split over 4 ranks (45 per rank, 15 micro batches of 3). Over all 8 ranks they would
+# not (180 % 8 = 4), which a checker taking DP = world would wrongly report. The step's 720
+# responses divide by all 8 devices, as verl/utils/config.py validate_config asserts
+# (batch_not_divisible_ulysses_world.sh has 540).
 # Expected: clean.
 set -x
 
@@ -12,7 +14,7 @@ python3 -m verl.trainer.main_ppo \
     algorithm.adv_estimator=grpo \
     data.train_files=$HOME/data/gsm8k/train.parquet \
     data.val_files=$HOME/data/gsm8k/test.parquet \
-    data.train_batch_size=90 \
+    data.train_batch_size=120 \
     data.max_prompt_length=512 \
     data.max_response_length=1024 \
     data.filter_overlong_prompts=True \
