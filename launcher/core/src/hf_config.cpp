@@ -106,7 +106,23 @@ class ConfigReader {
   std::string_view file_;
 };
 
-enum class Arch { kQwen2, kQwen3, kQwen3Moe };
+enum class Arch { kQwen2, kQwen3, kQwen3Moe, kLlama, kMistral, kMixtral };
+
+struct ArchName {
+  const char* name;
+  Arch arch;
+};
+constexpr ArchName kArchitectures[] = {
+    {"Qwen2ForCausalLM", Arch::kQwen2},       {"Qwen3ForCausalLM", Arch::kQwen3},
+    {"Qwen3MoeForCausalLM", Arch::kQwen3Moe}, {"LlamaForCausalLM", Arch::kLlama},
+    {"MistralForCausalLM", Arch::kMistral},   {"MixtralForCausalLM", Arch::kMixtral},
+};
+
+std::string supported_architectures() {
+  std::string out;
+  for (const auto& a : kArchitectures) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
 
 // Upper bounds that keep every product of the counts far from overflow.
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
@@ -118,23 +134,23 @@ Result<Arch> read_architecture(const ConfigReader& r) {
   const json* a = r.get("architectures");
   if (a == nullptr || a->is_null()) {
     return r.fail(ErrorKind::kInvalidValue, "architectures",
-                  "missing: grpo-trainer reads Qwen2ForCausalLM, Qwen3ForCausalLM and "
-                  "Qwen3MoeForCausalLM checkpoints");
+                  "missing: the model's class is needed (read: " + supported_architectures() + ")");
   }
   if (!a->is_array() || a->size() != 1 || !(*a)[0].is_string()) {
     return r.fail(ErrorKind::kWrongType, "architectures", "expected a list of one name");
   }
   const std::string name = (*a)[0].get<std::string>();
-  if (name == "Qwen2ForCausalLM") return Arch::kQwen2;
-  if (name == "Qwen3ForCausalLM") return Arch::kQwen3;
-  if (name == "Qwen3MoeForCausalLM") return Arch::kQwen3Moe;
+  for (const auto& k : kArchitectures) {
+    if (name == k.name) return k.arch;
+  }
   return r.fail(ErrorKind::kInvalidValue, "architectures",
-                "unsupported architecture '" + name +
-                    "' (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+                "unsupported architecture '" + name + "' (supported: " +
+                    supported_architectures() + ")");
 }
 
-// rope_scaling (transformers 4.x) and rope_parameters (5.x): only plain RoPE is expressible.
-Status read_rope(const ConfigReader& r, double& theta) {
+// rope_scaling (transformers 4.x) and rope_parameters (5.x): the scaling type is recorded (it
+// changes no parameter count; embedded_trainer_supports refuses it), rope_theta read.
+Status read_rope(const ConfigReader& r, double& theta, std::string& scaling) {
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     const json* v = r.get(key);
     if (v == nullptr || v->is_null()) continue;
@@ -144,10 +160,7 @@ Status read_rope(const ConfigReader& r, double& theta) {
       const auto it = v->find(t);
       if (it != v->end() && it->is_string()) type = it->get<std::string>();
     }
-    if (type != "default") {
-      return r.fail(ErrorKind::kInvalidValue, key,
-                    "rope scaling '" + type + "' is not supported (only plain RoPE)");
-    }
+    if (type != "default") scaling = type;
     if (const auto it = v->find("rope_theta"); it != v->end()) {
       if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0.0) {
         return r.fail(ErrorKind::kInvalidValue, key, "rope_theta: expected a positive number");
@@ -158,29 +171,55 @@ Status read_rope(const ConfigReader& r, double& theta) {
   return ok_status();
 }
 
-// Sliding-window attention: transformers uses it only when use_sliding_window is true, and then
-// on layers >= max_window_layers (or those layer_types names "sliding_attention").
-Status check_sliding_window(const ConfigReader& r, std::int64_t num_layers) {
-  bool use = false;
-  GRPO_TRY_STATUS(r.read_bool("use_sliding_window", use, false));
+// Sliding-window attention, recorded as the window and the number of layers using it.
+// Qwen2/Qwen3 (configuration_qwen2.py): only when use_sliding_window is true, then on layers >=
+// max_window_layers, or on those layer_types names "sliding_attention". Mistral and Mixtral
+// (modeling_mistral.py MistralAttention): on every layer whenever sliding_window is set.
+Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
+  const bool qwen = arch == Arch::kQwen2 || arch == Arch::kQwen3 || arch == Arch::kQwen3Moe;
+  bool use = !qwen;
+  if (qwen) GRPO_TRY_STATUS(r.read_bool("use_sliding_window", use, false));
+  std::int64_t window = 0;
+  GRPO_TRY_STATUS(r.read_int("sliding_window", window, arch == Arch::kMistral ? 4096 : 0, 0,
+                             kMaxPositions));
   if (const json* lt = r.get("layer_types"); lt != nullptr && !lt->is_null()) {
     if (!lt->is_array()) return r.fail(ErrorKind::kWrongType, "layer_types", "expected a list");
+    std::int64_t sliding = 0;
     for (const json& t : *lt) {
-      if (!t.is_string() || t.get<std::string>() != "full_attention") {
-        if (use || !t.is_string()) {
-          return r.fail(ErrorKind::kInvalidValue, "layer_types",
-                        "only full_attention layers are supported");
-        }
+      const std::string type = t.is_string() ? t.get<std::string>() : "";
+      if (type == "sliding_attention") {
+        ++sliding;
+      } else if (type != "full_attention") {
+        return r.fail(ErrorKind::kInvalidValue, "layer_types",
+                      "only full_attention and sliding_attention layers are read");
       }
     }
+    if (use && window > 0) {
+      m.sliding_window = window;
+      m.sliding_window_layers = sliding;
+    }
+    return ok_status();
   }
-  if (!use || r.is_null("sliding_window")) return ok_status();
-  std::int64_t max_window_layers = 0;
-  GRPO_TRY_STATUS(r.read_int("max_window_layers", max_window_layers, 28, 0, kMaxLayers));
-  if (max_window_layers >= num_layers) return ok_status();
-  return r.fail(ErrorKind::kInvalidValue, "use_sliding_window",
-                "sliding-window attention (layers " + std::to_string(max_window_layers) +
-                    " and up) is not supported");
+  if (!use || window == 0) return ok_status();
+  std::int64_t first = 0;
+  if (qwen) GRPO_TRY_STATUS(r.read_int("max_window_layers", first, 28, 0, kMaxLayers));
+  if (first >= m.num_layers) return ok_status();
+  m.sliding_window = window;
+  m.sliding_window_layers = m.num_layers - first;
+  return ok_status();
+}
+
+// Mixtral's sparse block (modeling_mixtral.py MixtralSparseMoeBlock): num_local_experts SwiGLU
+// experts of intermediate_size on every layer, a router without bias, softmax then top-k
+// renormalized; no shared expert.
+Status read_mixtral(const ConfigReader& r, ModelSpec& m) {
+  GRPO_TRY_STATUS(r.read_int("num_local_experts", m.num_experts, 8, 1, 1 << 16));
+  GRPO_TRY_STATUS(
+      r.read_int("num_experts_per_tok", m.experts_per_token, 2, 1, m.num_experts));
+  m.moe_ffn_hidden_size = m.ffn_hidden_size;  // every layer is MoE: no dense FFN is built
+  m.norm_topk_prob = true;
+  m.first_k_dense_layers = 0;
+  return ok_status();
 }
 
 // Qwen3-MoE's layer pattern: layer i is dense when it is in mlp_only_layers, else MoE when
@@ -229,6 +268,54 @@ Status read_moe(const ConfigReader& r, ModelSpec& m) {
   return ok_status();
 }
 
+// transformers' defaults for keys config.json may leave out (configuration_<family>.py).
+struct Defaults {
+  std::int64_t hidden, layers, heads, kv_heads /* 0: as many as heads */, head_dim /* 0: derived */,
+      ffn, vocab, positions;
+  double rms_norm_eps, rope_theta;
+};
+
+const Defaults& defaults_of(Arch arch) {
+  // Qwen2Config, Qwen3Config (head_dim 128), Qwen3MoeConfig, LlamaConfig, MistralConfig,
+  // MixtralConfig, in the order of Arch.
+  static const Defaults table[] = {
+      {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0},
+      {4096, 32, 32, 0, 128, 22016, 151936, 32768, 1e-6, 10000.0},
+      {2048, 24, 32, 4, 0, 6144, 151936, 32768, 1e-6, 10000.0},
+      {4096, 32, 32, 0, 0, 11008, 32000, 2048, 1e-6, 10000.0},
+      {4096, 32, 32, 8, 0, 14336, 32000, 131072, 1e-6, 10000.0},
+      {4096, 32, 32, 8, 0, 14336, 32000, 131072, 1e-5, 1e6},
+  };
+  return table[static_cast<int>(arch)];
+}
+
+// Biases and q/k norms per family: Qwen2Attention has q/k/v bias; Qwen3 has q/k RMSNorm and its
+// attention_bias would put a bias on o_proj too (refused: ModelSpec has none there);
+// LlamaAttention's attention_bias (q/k/v/o) and LlamaMLP's mlp_bias likewise; Mistral and
+// Mixtral have neither.
+Status read_attention(const ConfigReader& r, Arch arch, ModelSpec& m) {
+  m.qkv_bias = arch == Arch::kQwen2;
+  m.qk_norm = arch == Arch::kQwen3 || arch == Arch::kQwen3Moe;
+  const bool qwen3 = m.qk_norm;
+  if (qwen3 || arch == Arch::kLlama) {
+    bool bias = false;
+    GRPO_TRY_STATUS(r.read_bool("attention_bias", bias, false));
+    if (bias) {
+      return r.fail(ErrorKind::kInvalidValue, "attention_bias",
+                    "true is not supported (a bias on o_proj)");
+    }
+  }
+  if (arch == Arch::kLlama) {
+    bool bias = false;
+    GRPO_TRY_STATUS(r.read_bool("mlp_bias", bias, false));
+    if (bias) {
+      return r.fail(ErrorKind::kInvalidValue, "mlp_bias",
+                    "true is not supported (biases on the MLP projections)");
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_view file_name,
@@ -264,50 +351,39 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
       return r.fail(ErrorKind::kInvalidValue, "hidden_act", "only silu (SwiGLU) is supported");
     }
   }
-  const bool moe = arch == Arch::kQwen3Moe;
-  // transformers' defaults: Qwen2Config / Qwen3Config (4096 hidden, 22016 FFN, 32 layers) and
-  // Qwen3MoeConfig (2048 hidden, 6144 FFN, 24 layers, 4 KV heads).
-  GRPO_TRY_STATUS(r.read_int("hidden_size", m.hidden_size, moe ? 2048 : 4096, 1, kMaxDim));
-  GRPO_TRY_STATUS(r.read_int("num_hidden_layers", m.num_layers, moe ? 24 : 32, 1, kMaxLayers));
-  GRPO_TRY_STATUS(r.read_int("num_attention_heads", m.num_attention_heads, 32, 1, 1 << 16));
-  GRPO_TRY_STATUS(r.read_int("num_key_value_heads", m.num_kv_heads, moe ? 4 : m.num_attention_heads,
-                             1, m.num_attention_heads));
+  m.architecture = std::string(kArchitectures[static_cast<int>(arch)].name);
+  const Defaults& d = defaults_of(arch);
+  GRPO_TRY_STATUS(r.read_int("hidden_size", m.hidden_size, d.hidden, 1, kMaxDim));
+  GRPO_TRY_STATUS(r.read_int("num_hidden_layers", m.num_layers, d.layers, 1, kMaxLayers));
+  GRPO_TRY_STATUS(r.read_int("num_attention_heads", m.num_attention_heads, d.heads, 1, 1 << 16));
+  GRPO_TRY_STATUS(r.read_int("num_key_value_heads", m.num_kv_heads,
+                             d.kv_heads > 0 ? d.kv_heads : m.num_attention_heads, 1,
+                             m.num_attention_heads));
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     return r.fail(ErrorKind::kInvalidValue, "num_key_value_heads",
                   "num_attention_heads " + std::to_string(m.num_attention_heads) +
                       " is not a multiple of it");
   }
-  // Qwen3Config defaults head_dim to 128; Qwen2's and Qwen3-MoE's attention read it with
-  // hidden_size / num_attention_heads as the fallback.
+  // head_dim: read with hidden_size / num_attention_heads as the fallback, except Qwen3Config's
+  // default of 128.
   const std::int64_t derived_head_dim = m.hidden_size / m.num_attention_heads;
-  GRPO_TRY_STATUS(r.read_int("head_dim", m.head_dim, arch == Arch::kQwen3 ? 128 : derived_head_dim,
+  GRPO_TRY_STATUS(r.read_int("head_dim", m.head_dim, d.head_dim > 0 ? d.head_dim : derived_head_dim,
                              2, 1 << 16));
   if (m.head_dim % 2 != 0 || m.head_dim < 2) {
     return r.fail(ErrorKind::kInvalidValue, "head_dim", "rotary embeddings need an even head_dim");
   }
-  GRPO_TRY_STATUS(
-      r.read_int("intermediate_size", m.ffn_hidden_size, moe ? 6144 : 22016, 1, kMaxDim));
-  GRPO_TRY_STATUS(r.read_int("vocab_size", m.vocab_size, 151936, 1, kMaxVocab));
+  GRPO_TRY_STATUS(r.read_int("intermediate_size", m.ffn_hidden_size, d.ffn, 1, kMaxDim));
+  GRPO_TRY_STATUS(r.read_int("vocab_size", m.vocab_size, d.vocab, 1, kMaxVocab));
   GRPO_TRY_STATUS(r.read_bool("tie_word_embeddings", m.tied_embeddings, false));
-  GRPO_TRY_STATUS(r.read_positive_double("rope_theta", m.rope_theta, 10000.0));
-  GRPO_TRY_STATUS(read_rope(r, m.rope_theta));
-  GRPO_TRY_STATUS(r.read_positive_double("rms_norm_eps", m.rms_norm_eps, 1e-6));
-  GRPO_TRY_STATUS(
-      r.read_int("max_position_embeddings", m.max_position_embeddings, 32768, 1, kMaxPositions));
-  GRPO_TRY_STATUS(check_sliding_window(r, m.num_layers));
-  if (arch == Arch::kQwen2) {
-    m.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o_proj without
-    m.qk_norm = false;
-  } else {
-    bool bias = false;  // Qwen3Attention: attention_bias on q, k, v and o alike
-    GRPO_TRY_STATUS(r.read_bool("attention_bias", bias, false));
-    if (bias) {
-      return r.fail(ErrorKind::kInvalidValue, "attention_bias",
-                    "true is not supported (a bias on o_proj)");
-    }
-    m.qk_norm = true;
-  }
-  if (moe) GRPO_TRY_STATUS(read_moe(r, m));
+  GRPO_TRY_STATUS(r.read_positive_double("rope_theta", m.rope_theta, d.rope_theta));
+  GRPO_TRY_STATUS(read_rope(r, m.rope_theta, m.rope_scaling));
+  GRPO_TRY_STATUS(r.read_positive_double("rms_norm_eps", m.rms_norm_eps, d.rms_norm_eps));
+  GRPO_TRY_STATUS(r.read_int("max_position_embeddings", m.max_position_embeddings, d.positions, 1,
+                             kMaxPositions));
+  GRPO_TRY_STATUS(read_sliding_window(r, arch, m));
+  GRPO_TRY_STATUS(read_attention(r, arch, m));
+  if (arch == Arch::kQwen3Moe) GRPO_TRY_STATUS(read_moe(r, m));
+  if (arch == Arch::kMixtral) GRPO_TRY_STATUS(read_mixtral(r, m));
   GRPO_TRY_STATUS(check_model_size(m, file_name));
   return m;
 }

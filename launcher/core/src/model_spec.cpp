@@ -55,6 +55,34 @@ std::int64_t ParamCounts::total() const {
   return n;
 }
 
+Status embedded_trainer_supports(const ModelSpec& spec) {
+  const SourceLocation where{spec.source, 0, 0};
+  const std::string& a = spec.architecture;
+  if (!a.empty() && a != "Qwen2ForCausalLM" && a != "Qwen3ForCausalLM" &&
+      a != "Qwen3MoeForCausalLM") {
+    return make_error(ErrorKind::kInvalidValue,
+                      "grpo-trainer does not train " + a +
+                          " yet (it trains Qwen2ForCausalLM, Qwen3ForCausalLM and "
+                          "Qwen3MoeForCausalLM); `plan` and `check` support it: train it with "
+                          "`grpo-launch submit --engine verl` or your own --trainer-cmd",
+                      where);
+  }
+  if (!spec.rope_scaling.empty()) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "rope scaling '" + spec.rope_scaling +
+                          "' is not implemented in grpo-trainer (plain RoPE only)",
+                      where);
+  }
+  if (spec.sliding_window_layers > 0) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "sliding-window attention (" + std::to_string(spec.sliding_window_layers) +
+                          " layers, window " + std::to_string(spec.sliding_window) +
+                          ") is not implemented in grpo-trainer (full attention only)",
+                      where);
+  }
+  return ok_status();
+}
+
 Status check_model_size(const ModelSpec& spec, std::string_view file) {
   const std::int64_t total = count_params(spec).total();
   if (total > kMaxModelParams) {

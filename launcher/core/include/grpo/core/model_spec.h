@@ -24,6 +24,9 @@ struct ModelSpec {
   std::string name;    // our name: "qwen3-30b-moe"
   std::string hf_id;   // "Qwen/Qwen3-30B-A3B"
   std::string source;  // where the numbers come from (config.json URL)
+  // The Hugging Face class config.json names ("LlamaForCausalLM"); empty for a TOML spec, whose
+  // fields describe the Qwen blocks grpo-trainer builds.
+  std::string architecture;
 
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 0;
@@ -38,6 +41,12 @@ struct ModelSpec {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   std::int64_t max_position_embeddings = 0;
+  // RoPE scaling type from rope_scaling / rope_parameters ("llama3", "yarn", ...); empty for
+  // plain RoPE. It changes no parameter count; grpo-trainer implements plain RoPE only.
+  std::string rope_scaling;
+  // Sliding-window attention: the window in tokens and how many layers use it (0: none).
+  std::int64_t sliding_window = 0;
+  std::int64_t sliding_window_layers = 0;
 
   // Mixture of experts. num_experts == 0 means a dense model.
   std::int64_t num_experts = 0;
@@ -60,6 +69,11 @@ struct ModelSpec {
   std::int64_t q_width() const { return num_attention_heads * head_dim; }
   std::int64_t kv_width() const { return num_kv_heads * head_dim; }
 };
+
+// Whether grpo-trainer builds this model exactly: a Qwen2, Qwen3 or Qwen3-MoE architecture (or a
+// TOML spec) with plain RoPE and full attention on every layer. Errors: kInvalidValue, one line
+// naming what is missing, at spec.source. `plan` and `check` take every family hf_config reads.
+Status embedded_trainer_supports(const ModelSpec& spec);
 
 // Parameter counts by part, in parameters (not bytes).
 struct ParamCounts {
