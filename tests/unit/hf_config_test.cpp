@@ -275,18 +275,15 @@ TEST(HfConfig, RefusesWhatModelSpecCannotExpress) {
   expect_refused(moe + "\"mlp_only_layers\": [99]}", "mlp_only_layers", ErrorKind::kInvalidValue,
                  2);
   const std::string q3 = "{\"architectures\": [\"Qwen3ForCausalLM\"],\n";
-  expect_refused(q3 + "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}",
-                 "rope_scaling", ErrorKind::kInvalidValue, 2);
-  expect_refused(q3 + "\"num_hidden_layers\": 4,\n\"use_sliding_window\": true,\n"
-                      "\"sliding_window\": 4096, \"max_window_layers\": 2}",
-                 "use_sliding_window", ErrorKind::kInvalidValue, 3);
   expect_refused(q3 + "\"attention_bias\": true}", "attention_bias", ErrorKind::kInvalidValue, 2);
   expect_refused(q3 + "\"hidden_act\": \"gelu\"}", "hidden_act", ErrorKind::kInvalidValue, 2);
   expect_refused(q3 + "\"hidden_size\": \"big\"}", "hidden_size", ErrorKind::kWrongType, 2);
   expect_refused(q3 + "\"num_attention_heads\": 6, \"num_key_value_heads\": 4}",
                  "num_key_value_heads", ErrorKind::kInvalidValue, 2);
   expect_refused(q3 + "\"vocab_size\": -1}", "vocab_size", ErrorKind::kInvalidValue, 2);
-  expect_refused("{\n  \"architectures\": [\"LlamaForCausalLM\"]}", "LlamaForCausalLM",
+  expect_refused("{\n  \"architectures\": [\"GPT2LMHeadModel\"]}", "GPT2LMHeadModel",
+                 ErrorKind::kInvalidValue, 2);
+  expect_refused("{\"architectures\": [\"LlamaForCausalLM\"],\n\"mlp_bias\": true}", "mlp_bias",
                  ErrorKind::kInvalidValue, 2);
   expect_refused("{\"model_type\": \"qwen2\"}", "architectures", ErrorKind::kInvalidValue, 0);
 }
@@ -372,6 +369,68 @@ TEST(HfConfig, LoadModelTakesAHuggingFaceDirectory) {
   fs::remove(dir / "config.json");
   EXPECT_FALSE(load_model(provider, dir.string()).ok());
   fs::remove_all(dir.parent_path());
+}
+
+// Rope scaling and sliding windows change no parameter count: the reader records them and
+// embedded_trainer_supports refuses them in one line (grpo-trainer has plain RoPE and full
+// attention only).
+TEST(HfConfig, RopeScalingAndSlidingWindowsAreRecordedAndRefusedForTheTrainer) {
+  auto yarn = model_from_hf_config(
+      R"({"architectures": ["Qwen3ForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
+      "m/config.json", "m");
+  ASSERT_TRUE(yarn.ok()) << yarn.error().str();
+  EXPECT_EQ(yarn.value().rope_scaling, "yarn");
+  const Status refused = embedded_trainer_supports(yarn.value());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().str().find("rope scaling 'yarn'"), std::string::npos);
+  auto window = model_from_hf_config(
+      R"({"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 4, "use_sliding_window": true,
+      "sliding_window": 4096, "max_window_layers": 2})",
+      "m/config.json", "m");
+  ASSERT_TRUE(window.ok()) << window.error().str();
+  EXPECT_EQ(window.value().sliding_window, 4096);
+  EXPECT_EQ(window.value().sliding_window_layers, 2);  // layers 2 and 3
+  EXPECT_FALSE(embedded_trainer_supports(window.value()).ok());
+  auto llama =
+      model_from_hf_config(R"({"architectures": ["LlamaForCausalLM"]})", "m/config.json", "m");
+  ASSERT_TRUE(llama.ok()) << llama.error().str();
+  const Status not_trained = embedded_trainer_supports(llama.value());
+  ASSERT_FALSE(not_trained.ok());
+  EXPECT_NE(not_trained.error().str().find("does not train LlamaForCausalLM"), std::string::npos);
+  EXPECT_EQ(not_trained.error().str().find('\n'), std::string::npos);
+}
+
+// Parameter totals derived by hand from each published config.json (values below), checked in the
+// #32 notes against model.safetensors.index.json total_size / 2 still to be recorded per row:
+//   Llama-3.1-8B: layer = q 4096^2 + k,v 2 x 4096 x 1024 + o 4096^2 (41,943,040) + MLP 3 x 4096 x
+//     14336 (176,160,768) + 2 norms (8,192) = 218,112,000; x 32 + 2 x 128256 x 4096 + 4096.
+//   Mistral-7B-v0.1: the same layers, vocabulary 32000.
+//   Mixtral-8x7B: attention as above + 8 experts x 176,160,768 + router 4096 x 8 + norms.
+TEST(HfConfig, LlamaMistralMixtralCountByHand) {
+  const auto count = [](const std::string& text) {
+    auto m = model_from_hf_config(text, "m/config.json", "m");
+    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().str());
+    return m.ok() ? count_params(m.value()).total() : 0;
+  };
+  const std::string llama8 = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "max_position_embeddings": 131072, "tie_word_embeddings": false})";
+  EXPECT_EQ(count(llama8), 218'112'000LL * 32 + 2LL * 128'256 * 4'096 + 4'096);
+  EXPECT_EQ(count(llama8), 8'030'261'248LL);
+  const std::string mistral = R"({"architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "sliding_window": 4096})";
+  EXPECT_EQ(count(mistral), 7'241'732'096LL);
+  const std::string mixtral = R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "sliding_window": null})";
+  EXPECT_EQ(count(mixtral), (41'943'040LL + 8 * 176'160'768LL + 4'096 * 8 + 8'192) * 32 +
+                                2LL * 32'000 * 4'096 + 4'096);
+  EXPECT_EQ(count(mixtral), 46'702'792'704LL);
 }
 
 }  // namespace

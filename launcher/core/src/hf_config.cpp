@@ -143,9 +143,9 @@ Result<Arch> read_architecture(const ConfigReader& r) {
   for (const auto& k : kArchitectures) {
     if (name == k.name) return k.arch;
   }
-  return r.fail(ErrorKind::kInvalidValue, "architectures",
-                "unsupported architecture '" + name + "' (supported: " +
-                    supported_architectures() + ")");
+  return r.fail(
+      ErrorKind::kInvalidValue, "architectures",
+      "unsupported architecture '" + name + "' (supported: " + supported_architectures() + ")");
 }
 
 // rope_scaling (transformers 4.x) and rope_parameters (5.x): the scaling type is recorded (it
@@ -180,8 +180,8 @@ Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
   bool use = !qwen;
   if (qwen) GRPO_TRY_STATUS(r.read_bool("use_sliding_window", use, false));
   std::int64_t window = 0;
-  GRPO_TRY_STATUS(r.read_int("sliding_window", window, arch == Arch::kMistral ? 4096 : 0, 0,
-                             kMaxPositions));
+  GRPO_TRY_STATUS(
+      r.read_int("sliding_window", window, arch == Arch::kMistral ? 4096 : 0, 0, kMaxPositions));
   if (const json* lt = r.get("layer_types"); lt != nullptr && !lt->is_null()) {
     if (!lt->is_array()) return r.fail(ErrorKind::kWrongType, "layer_types", "expected a list");
     std::int64_t sliding = 0;
@@ -214,8 +214,7 @@ Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
 // renormalized; no shared expert.
 Status read_mixtral(const ConfigReader& r, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_int("num_local_experts", m.num_experts, 8, 1, 1 << 16));
-  GRPO_TRY_STATUS(
-      r.read_int("num_experts_per_tok", m.experts_per_token, 2, 1, m.num_experts));
+  GRPO_TRY_STATUS(r.read_int("num_experts_per_tok", m.experts_per_token, 2, 1, m.num_experts));
   m.moe_ffn_hidden_size = m.ffn_hidden_size;  // every layer is MoE: no dense FFN is built
   m.norm_topk_prob = true;
   m.first_k_dense_layers = 0;
