@@ -750,15 +750,6 @@ class RunChecker {
       // (docs/memory-model.md "Simplifications and known gaps"), so a floor inside it is a
       // warning.
       const double device = cluster_.device.memory_gib * kGiB;
-      if (p.floor_total() <= device) {
-        add(DiagCode::kOomRisk, where_key,
-            needs + "; the floor is inside the " +
-                format_fixed(100.0 * workload_.memory_headroom, 0) +
-                " % headroom kept for the estimate's error (" + format_gib(device) +
-                " on the device): it may not fit",
-            cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
-        return;
-      }
       // Sharded state shrinks with the world size: when the script's node or device count is
       // not known statically (a Slurm variable the submission sets), the verdict rests on the
       // assumed count and stays a warning.
@@ -768,12 +759,19 @@ class RunChecker {
         if (o != nullptr && o->unresolved)
           assumed += (assumed.empty() ? "" : " and ") + std::string(key);
       }
-      if (!assumed.empty()) {
-        add(DiagCode::kOomRisk, where_key,
-            needs + "; the floor does not fit at the assumed " + std::to_string(cluster_.nodes) +
-                " x " + std::to_string(cluster_.gpus_per_node) + " devices (" + assumed +
-                " not known statically): it may fit on more",
-            cheapest_fix(c, cluster_), where_or_command(where_key), Severity::kWarning);
+      std::string soft;  // why a floor that does not fit is only a warning
+      if (p.floor_total() <= device) {
+        soft = "the floor is inside the " + format_fixed(100.0 * workload_.memory_headroom, 0) +
+               " % headroom kept for the estimate's error (" + format_gib(device) +
+               " on the device): it may not fit";
+      } else if (!assumed.empty()) {
+        soft = "the floor does not fit at the assumed " + std::to_string(cluster_.nodes) + " x " +
+               std::to_string(cluster_.gpus_per_node) + " devices (" + assumed +
+               " not known statically): it may fit on more";
+      }
+      if (!soft.empty()) {
+        add(DiagCode::kOomRisk, where_key, needs + "; " + soft, cheapest_fix(c, cluster_),
+            where_or_command(where_key), Severity::kWarning);
         return;
       }
       add(DiagCode::kOomRisk, where_key, needs + "; even the floor does not fit",

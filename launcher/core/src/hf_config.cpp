@@ -228,6 +228,14 @@ Status read_moe(const ConfigReader& r, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_int("num_experts", m.num_experts, 128, 0, 1 << 16));
   GRPO_TRY_STATUS(r.read_int("num_experts_per_tok", m.experts_per_token, 8, 1,
                              std::max<std::int64_t>(1, m.num_experts)));
+  if (m.num_experts > 0 && m.experts_per_token > m.num_experts) {
+    // read_int checks only a value that is there: transformers' default top-k of 8 with fewer
+    // experts would make torch.topk fail in the first forward (and the active count exceed the
+    // total).
+    return r.fail(ErrorKind::kInvalidValue, "num_experts_per_tok",
+                  "the default of 8 is more than num_experts " + std::to_string(m.num_experts) +
+                      ": give num_experts_per_tok");
+  }
   GRPO_TRY_STATUS(r.read_int("moe_intermediate_size", m.moe_ffn_hidden_size, 768, 1, kMaxDim));
   GRPO_TRY_STATUS(r.read_bool("norm_topk_prob", m.norm_topk_prob, false));
   std::int64_t step = 1;

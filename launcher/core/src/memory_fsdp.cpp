@@ -56,11 +56,11 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
   const auto act_at = [&](double t) {
     return memory_terms::stage_activations(m, l, act, 0, static_cast<int>(m.num_layers), t, 1.0);
   };
-  const auto logits_at = [&](double t) {
+  // `responses`: the positions whose log-probs are taken (the grouper's split rows; else all).
+  const auto logits_at = [&](double t, double responses) {
     const double vocab = static_cast<double>(m.vocab_size);
-    if (!grouped) return memory_terms::logits_bytes(path, t, vocab);
-    const double responses = t == tokens.worst ? tokens.grouped_responses : t;
-    return memory_terms::prefix_grouper_logits_bytes(t, responses, vocab);
+    return grouped ? memory_terms::prefix_grouper_logits_bytes(t, responses, vocab)
+                   : memory_terms::logits_bytes(path, t, vocab);
   };
   est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
   const RolloutMemory& r = est.engine;
@@ -72,7 +72,8 @@ MemoryEstimate estimate_fsdp_memory(const ModelSpec& m, const ClusterProfile& c,
                         MemoryItem::fixed("actor gradients", grads),
                         MemoryItem::fixed("actor optimizer states", opt),
                         {"activations", act_at(tokens.worst), act_at(tokens.floor)},
-                        {"logits", logits_at(tokens.worst), logits_at(tokens.floor)},
+                        {"logits", logits_at(tokens.worst, tokens.grouped_responses),
+                         logits_at(tokens.floor, tokens.floor)},
                         MemoryItem::fixed("reference weights", 0.0),
                         MemoryItem::fixed("runtime overhead", overhead)};
   if (!w.free_cache_engine) {
