@@ -276,6 +276,8 @@ TEST(HfConfig, RefusesWhatModelSpecCannotExpress) {
                  2);
   // Found by fuzz_hf_config: the default top-k (8) above num_experts made active > total.
   expect_refused(moe + "\"num_experts\": 6}", "num_experts_per_tok", ErrorKind::kInvalidValue, 0);
+  expect_refused("{\"architectures\": [\"MixtralForCausalLM\"],\n\"num_local_experts\": 1}",
+                 "num_experts_per_tok", ErrorKind::kInvalidValue, 0);
   const std::string q3 = "{\"architectures\": [\"Qwen3ForCausalLM\"],\n";
   expect_refused(q3 + "\"attention_bias\": true}", "attention_bias", ErrorKind::kInvalidValue, 2);
   expect_refused(q3 + "\"hidden_act\": \"gelu\"}", "hidden_act", ErrorKind::kInvalidValue, 2);

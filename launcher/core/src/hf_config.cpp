@@ -215,6 +215,10 @@ Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
 Status read_mixtral(const ConfigReader& r, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_int("num_local_experts", m.num_experts, 8, 1, 1 << 16));
   GRPO_TRY_STATUS(r.read_int("num_experts_per_tok", m.experts_per_token, 2, 1, m.num_experts));
+  if (m.experts_per_token > m.num_experts) {  // the default top-k 2 with one expert
+    return r.fail(ErrorKind::kInvalidValue, "num_experts_per_tok",
+                  "the default of 2 is more than num_local_experts 1: give num_experts_per_tok");
+  }
   m.moe_ffn_hidden_size = m.ffn_hidden_size;  // every layer is MoE: no dense FFN is built
   m.norm_topk_prob = true;
   m.first_k_dense_layers = 0;
