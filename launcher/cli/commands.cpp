@@ -80,7 +80,10 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
   GRPO_TRY(request.model, core::load_model(provider, args.model));
   // `run` says in one line before anything starts that grpo-trainer cannot build this model.
-  if (embedded_trainer) GRPO_TRY_STATUS(core::embedded_trainer_supports(request.model));
+  if (embedded_trainer) {
+    GRPO_TRY_STATUS(
+        core::embedded_trainer_supports(request.model, request.cluster.grpo.seq_length()));
+  }
   if (!args.engines.empty()) {
     GRPO_TRY(request.engines, core::parse_engine_versions(args.engines));
   }

@@ -166,6 +166,7 @@ std::string shard_bytes(std::string_view model, const core::SafetensorsHeader& h
   std::uint64_t offset = 0;
   for (const auto& n : sorted) {
     core::SafetensorsEntry e = *by_name.at(n);
+    e.name = n;
     const std::uint64_t bytes = static_cast<std::uint64_t>(e.numel()) * core::dtype_size(dtype);
     e.dtype = dtype;
     e.begin = offset;
@@ -278,12 +279,15 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
     small["generation_config.json"] = core::hf_generation_config();
   }
 
+  // Shards and index name each tensor as the family's checkpoints do (p.published); by_name finds
+  // the checkpoint's entry (p.name) under that name.
   std::vector<core::ShardTensor> tensors;
-  std::map<std::string, const core::SafetensorsEntry*> by_name;
-  for (const auto& e : header.tensors) by_name[e.name] = &e;
+  std::map<std::string, const core::SafetensorsEntry*> ours, by_name;
+  for (const auto& e : header.tensors) ours[e.name] = &e;
   for (const auto& p : params) {
-    tensors.push_back({p.name, static_cast<std::uint64_t>(by_name.at(p.name)->numel()) *
-                                   core::dtype_size(dtype)});
+    by_name[p.published] = ours.at(p.name);
+    tensors.push_back({p.published, static_cast<std::uint64_t>(by_name.at(p.published)->numel()) *
+                                        core::dtype_size(dtype)});
   }
   const core::ShardPlan plan = core::plan_shards(tensors, max_shard);
   if (plan.indexed()) small["model.safetensors.index.json"] = core::shard_index_json(plan, tensors);

@@ -4,7 +4,8 @@
   hf_export_test.py LAUNCH_EXE TRAINER_EXE WORK_DIR
 
 1. Round trip, bit-identical: hf_reference.py writes a Hugging Face directory (Qwen2 untied,
-   Qwen3 tied, Qwen3-MoE in two shards); grpo-trainer loads it and writes a checkpoint after one
+   Qwen3 tied, Qwen3-MoE in two shards, Llama tied, Mistral, Mixtral in two shards with its own
+   tensor names); grpo-trainer loads it and writes a checkpoint after one
    SFT step at learning rate 1e-30 (an AdamW step of ~1e-30 leaves every fp32 weight of these
    sizes unchanged; the test checks it); `grpo-launch export --dtype fp32` writes it out again.
    Every tensor of the export must be byte-equal to the original file's (read here with struct +
@@ -114,8 +115,21 @@ def train_one_rank_unchanged(trainer, model_dir, run_dir, steps=1):
     return run.returncode == 0
 
 
+def trainer_name(hf_name):
+    """MixtralSparseMoeBlock's block_sparse_moe / experts.N.w1, w2, w3 as grpo-trainer's mlp /
+    experts.N.gate_proj, down_proj, up_proj (modeling_mixtral.py MixtralBlockSparseTop2MLP:
+    w2(silu(w1 x) * w3 x)); every other name is the same."""
+    if ".block_sparse_moe." not in hf_name:
+        return hf_name
+    out = hf_name.replace(".block_sparse_moe.", ".mlp.")
+    for theirs, mine in ((".w1.", ".gate_proj."), (".w2.", ".down_proj."), (".w3.", ".up_proj.")):
+        out = out.replace(theirs, mine)
+    return out
+
+
 def check_round_trip(launch, trainer, work):
-    for case in ("qwen2-untied", "qwen3-tied", "qwen3moe-sharded"):
+    for case in ("qwen2-untied", "qwen3-tied", "qwen3moe-sharded", "llama-tied", "mistral-window",
+                 "mixtral-sharded"):
         base = (Path(work) / "round-trip" / case).resolve()
         shutil.rmtree(base, ignore_errors=True)
         model_dir = base / "model"
@@ -133,7 +147,10 @@ def check_round_trip(launch, trainer, work):
         ckpt = read_safetensors(base / "run" / "checkpoints" / "step_00000001" /
                                 "model.safetensors")
         original = read_model_dir(model_dir)
-        report(all(ckpt[k][2] == original[k][2] for k in original) and set(ckpt) == set(original),
+        # grpo-trainer's checkpoints name Mixtral's modules as its Qwen3-MoE blocks
+        # (docs/checkpoint-format.md); the export gives them Mixtral's names back.
+        ours = {trainer_name(k): t for k, t in original.items()}
+        report(all(ckpt[k][2] == ours[k][2] for k in ours) and set(ckpt) == set(ours),
                f"{case}: the checkpoint holds the original bytes (learning rate 1e-30)")
         run = export(launch, base / "run", base / "export", "--dtype", "fp32")
         if not report(run.returncode == 0, f"{case}: export exit {run.returncode} "

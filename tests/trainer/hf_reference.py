@@ -14,6 +14,13 @@ plain python3-torch forward pass written from the published architecture, not fr
     mlp_only_layers keep the dense MLP, the others route each token with softmax(gate(x)) over all
     experts, keep the top-k probabilities (renormalized to sum 1 when norm_topk_prob) and add the
     top-k experts' SwiGLU outputs weighted by them.
+  - Llama (LlamaForCausalLM; modeling_llama.py) and Mistral (MistralForCausalLM;
+    modeling_mistral.py): Qwen2's layers without the q/k/v bias and without q/k norms. Mistral's
+    sliding window masks keys at distance >= sliding_window; the cases keep every sequence inside
+    the window, and one bad case checks that a longer sequence is refused.
+  - Mixtral (MixtralForCausalLM; modeling_mixtral.py): Mistral attention; every layer's
+    block_sparse_moe routes with softmax(gate(x)), keeps the top-k and always renormalizes them,
+    and each expert computes w2(silu(w1 x) * w3 x).
 
 The reference runs in float64 on the checkpoint's values (bf16 values are exactly representable),
 so the comparison measures the trainer's error, not a second fp32 rounding.
@@ -100,7 +107,55 @@ CASES = {
             "tie_word_embeddings": True, "torch_dtype": "float16",
         },
         dtype="F16", shards=1),
+    # Llama-3 style: no biases, GQA, untied LM head, rope_theta 5e5, bf16.
+    "llama-untied-bf16": dict(
+        config={
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+            "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 6, "num_key_value_heads": 2, "vocab_size": 80,
+            "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+            "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+            "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        },
+        dtype="BF16", shards=1),
+    # Llama-3.2 style: tied embeddings, explicit head_dim, fp32.
+    "llama-tied": dict(
+        config={
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8,
+            "vocab_size": 80, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "rope_theta": 10000.0, "tie_word_embeddings": True, "torch_dtype": "float32",
+        },
+        dtype="F32", shards=1),
+    # Mistral-7B-v0.1 style: a sliding window (64) longer than every sequence here (10 tokens here,
+    # at most 40 in the local-cpu runs of hf_families_test.py).
+    "mistral-window": dict(
+        config={
+            "architectures": ["MistralForCausalLM"], "model_type": "mistral",
+            "hidden_act": "silu", "hidden_size": 32, "intermediate_size": 56,
+            "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 80, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "rope_theta": 10000.0, "sliding_window": 64, "tie_word_embeddings": False,
+            "torch_dtype": "float32",
+        },
+        dtype="F32", shards=1),
+    # Mixtral: 4 experts, top-2, every layer MoE; fp32 in 2 shards.
+    "mixtral-sharded": dict(
+        config={
+            "architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+            "hidden_act": "silu", "hidden_size": 32, "intermediate_size": 24,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 80, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+            "rope_theta": 1000000.0, "num_local_experts": 4, "num_experts_per_tok": 2,
+            "sliding_window": None, "router_aux_loss_coef": 0.02, "tie_word_embeddings": False,
+            "torch_dtype": "float32",
+        },
+        dtype="F32", shards=2),
 }
+
+QWEN2_LIKE = ("Qwen2ForCausalLM",)  # q/k/v bias
+NO_QK_NORM = ("Qwen2ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM")
 
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
@@ -122,14 +177,21 @@ def parameter_shapes(c):
         shapes[p + "self_attn.k_proj.weight"] = [kv * d, h]
         shapes[p + "self_attn.v_proj.weight"] = [kv * d, h]
         shapes[p + "self_attn.o_proj.weight"] = [h, heads * d]
-        if arch == "Qwen2ForCausalLM":
+        if arch in QWEN2_LIKE:
             shapes[p + "self_attn.q_proj.bias"] = [heads * d]
             shapes[p + "self_attn.k_proj.bias"] = [kv * d]
             shapes[p + "self_attn.v_proj.bias"] = [kv * d]
-        else:
+        if arch not in NO_QK_NORM:
             shapes[p + "self_attn.q_norm.weight"] = [d]
             shapes[p + "self_attn.k_norm.weight"] = [d]
-        if is_moe_layer(c, i):
+        if arch == "MixtralForCausalLM":
+            e, f = c["num_local_experts"], c["intermediate_size"]
+            shapes[p + "block_sparse_moe.gate.weight"] = [e, h]
+            for j in range(e):
+                shapes[p + f"block_sparse_moe.experts.{j}.w1.weight"] = [f, h]
+                shapes[p + f"block_sparse_moe.experts.{j}.w2.weight"] = [h, f]
+                shapes[p + f"block_sparse_moe.experts.{j}.w3.weight"] = [f, h]
+        elif is_moe_layer(c, i):
             e, f = c["num_experts"], c["moe_intermediate_size"]
             shapes[p + "mlp.gate.weight"] = [e, h]
             for j in range(e):
@@ -240,6 +302,22 @@ def swiglu(x, gate, up, down):
     return (torch.nn.functional.silu(x @ gate.T) * (x @ up.T)) @ down.T
 
 
+def mixtral_block(c, w, p, m):
+    """MixtralSparseMoeBlock: softmax over the router's logits, top-k, renormalized to sum 1, then
+    the chosen experts' w2(silu(w1 x) * w3 x) weighted by those probabilities."""
+    probs = torch.softmax(m @ w[p + "gate.weight"].T, dim=-1)
+    top_p, top_e = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
+    top_p = top_p / top_p.sum(-1, keepdim=True)
+    y = torch.zeros_like(m)
+    for tok in range(m.shape[0]):
+        for slot in range(top_e.shape[1]):
+            e = p + f"experts.{int(top_e[tok, slot])}."
+            x = m[tok:tok + 1]
+            act = torch.nn.functional.silu(x @ w[e + "w1.weight"].T) * (x @ w[e + "w3.weight"].T)
+            y[tok] += top_p[tok, slot] * (act @ w[e + "w2.weight"].T)[0]
+    return y
+
+
 def reference_logits(c, w, ids):
     """Logits [T, V] of token ids `ids` (one sequence, positions 0..T-1), in float64."""
     w = {k: v.to(torch.float64) for k, v in w.items()}
@@ -260,14 +338,14 @@ def reference_logits(c, w, ids):
         q = a @ w[p + "self_attn.q_proj.weight"].T
         k = a @ w[p + "self_attn.k_proj.weight"].T
         v = a @ w[p + "self_attn.v_proj.weight"].T
-        if arch == "Qwen2ForCausalLM":
+        if arch in QWEN2_LIKE:
             q = q + w[p + "self_attn.q_proj.bias"]
             k = k + w[p + "self_attn.k_proj.bias"]
             v = v + w[p + "self_attn.v_proj.bias"]
         q = q.view(t, heads, d).transpose(0, 1)  # [heads, T, D]
         k = k.view(t, kv, d).transpose(0, 1)
         v = v.view(t, kv, d).transpose(0, 1)
-        if arch != "Qwen2ForCausalLM":
+        if arch not in NO_QK_NORM:
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
@@ -280,7 +358,9 @@ def reference_logits(c, w, ids):
         o = o.transpose(0, 1).reshape(t, heads * d)
         x = x + o @ w[p + "self_attn.o_proj.weight"].T
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        if is_moe_layer(c, i):
+        if arch == "MixtralForCausalLM":
+            y = mixtral_block(c, w, p + "block_sparse_moe.", m)
+        elif is_moe_layer(c, i):
             probs = torch.softmax(m @ w[p + "mlp.gate.weight"].T, dim=-1)  # [T, E]
             top_p, top_e = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
             if c.get("norm_topk_prob", False):
@@ -391,9 +471,33 @@ def check_errors(trainer, work):
     ok &= one_line_error("index names a missing shard", forward(d),
                          "model-00001-of-00001.safetensors")
     d, w = fresh("arch")
-    cfg = dict(good["config"], architectures=["LlamaForCausalLM"])
+    cfg = dict(good["config"], architectures=["GPT2LMHeadModel"])
     (d / "config.json").write_text(json.dumps(cfg))
-    ok &= one_line_error("unknown architecture", forward(d), "LlamaForCausalLM")
+    ok &= one_line_error("unknown architecture", forward(d), "GPT2LMHeadModel")
+
+    def family(name, case, **changes):
+        d = (base / name).resolve()
+        w = write_case(case, d)
+        (d / "config.json").write_text(json.dumps(dict(CASES[case]["config"], **changes)))
+        return d, w
+
+    # A window shorter than the sequence (3 tokens) is not full attention: refused, not run.
+    d, w = family("window", "mistral-window", sliding_window=2)
+    ok &= one_line_error("sliding window shorter than the sequence", forward(d),
+                         "window 2 tokens")
+    d, w = family("rope", "llama-tied", rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64})
+    ok &= one_line_error("rope scaling", forward(d), "rope scaling 'llama3'")
+    # Mixtral's tensors under Qwen3-MoE's names: the first file tensor it does not know.
+    d, w = family("mixtral-names", "mixtral-sharded")
+    for f in d.glob("model*.safetensors*"):
+        f.unlink()
+    renamed = {k.replace("block_sparse_moe.", "mlp.").replace(".w1.", ".gate_proj.")
+               .replace(".w3.", ".up_proj.").replace(".w2.", ".down_proj."): v
+               for k, v in w.items()}
+    write_safetensors(d / "model.safetensors", renamed, "F32")
+    ok &= one_line_error("Mixtral under Qwen names", forward(d), "unexpected tensor model.layers.")
     d, w = fresh("train-missing")
     del w["model.embed_tokens.weight"]
     write_safetensors(d / "model.safetensors", w, "F32")

@@ -74,7 +74,7 @@ Written sample(const std::string& name) {
 
 TEST(HfWeights, TheFullReadIsWhatWasWritten) {
   Written w = sample("full");
-  auto full = read_hf_weights(w.dir, w.expected, false);
+  auto full = read_hf_weights(w.dir, w.expected, core::ModelSpec{});
   ASSERT_TRUE(full.ok()) << full.error().str();
   ASSERT_EQ(full->size(), w.tensors.size());
   for (const auto& [name, t] : w.tensors) {
@@ -86,7 +86,7 @@ TEST(HfWeights, TheFullReadIsWhatWasWritten) {
 
 TEST(HfWeights, EveryRanksSliceEqualsTheFullReadsSliceExactly) {
   Written w = sample("slices");
-  auto full = read_hf_weights(w.dir, w.expected, false);
+  auto full = read_hf_weights(w.dir, w.expected, core::ModelSpec{});
   ASSERT_TRUE(full.ok()) << full.error().str();
   int checked = 0;
   for (const auto& [name, t] : w.tensors) {
@@ -98,7 +98,7 @@ TEST(HfWeights, EveryRanksSliceEqualsTheFullReadsSliceExactly) {
           HfParts parts;
           parts[name] = TpSlice{static_cast<int>(dim), r * len, len};
           HfReadStats stats;
-          auto got = read_hf_parts(w.dir, w.expected, parts, false, &stats);
+          auto got = read_hf_parts(w.dir, w.expected, parts, core::ModelSpec{}, &stats);
           ASSERT_TRUE(got.ok()) << got.error().str();
           ASSERT_EQ(got->size(), 1u);
           const at::Tensor want = full->at(name).narrow(dim, r * len, len);
@@ -123,7 +123,7 @@ TEST(HfWeights, OnlyTheTensorsAskedForAreRead) {
   parts["norm.weight"] = std::nullopt;
   parts["experts.w"] = TpSlice{0, 1, 2};
   HfReadStats stats;
-  auto got = read_hf_parts(w.dir, w.expected, parts, false, &stats);
+  auto got = read_hf_parts(w.dir, w.expected, parts, core::ModelSpec{}, &stats);
   ASSERT_TRUE(got.ok()) << got.error().str();
   EXPECT_EQ(got->size(), 2u);
   EXPECT_TRUE(
@@ -135,7 +135,7 @@ TEST(HfWeights, ASliceOutsideItsTensorIsRefused) {
   Written w = sample("outside");
   HfParts parts;
   parts["o_proj.weight"] = TpSlice{1, 8, 6};  // columns 8..13 of 12
-  auto got = read_hf_parts(w.dir, w.expected, parts, false);
+  auto got = read_hf_parts(w.dir, w.expected, parts, core::ModelSpec{});
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().kind, core::ErrorKind::kInvalidValue);
   EXPECT_NE(got.error().message.find("outside o_proj.weight [8, 12]"), std::string::npos)
@@ -143,7 +143,8 @@ TEST(HfWeights, ASliceOutsideItsTensorIsRefused) {
   // A missing tensor fails every rank alike, also one that does not read it.
   std::vector<FullTensor> more = w.expected;
   more.push_back({"lm_head.weight", {12, 8}, 0, false});
-  auto missing = read_hf_parts(w.dir, more, HfParts{{"norm.weight", std::nullopt}}, false);
+  auto missing =
+      read_hf_parts(w.dir, more, HfParts{{"norm.weight", std::nullopt}}, core::ModelSpec{});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("lacks tensor lm_head.weight"), std::string::npos);
 }

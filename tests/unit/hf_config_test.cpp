@@ -377,14 +377,14 @@ TEST(HfConfig, LoadModelTakesAHuggingFaceDirectory) {
 
 // Rope scaling and sliding windows change no parameter count: the reader records them and
 // embedded_trainer_supports refuses them in one line (grpo-trainer has plain RoPE and full
-// attention only).
+// attention only), a window only when the run's sequences can be longer than it.
 TEST(HfConfig, RopeScalingAndSlidingWindowsAreRecordedAndRefusedForTheTrainer) {
   auto yarn = model_from_hf_config(
       R"({"architectures": ["Qwen3ForCausalLM"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
       "m/config.json", "m");
   ASSERT_TRUE(yarn.ok()) << yarn.error().str();
   EXPECT_EQ(yarn.value().rope_scaling, "yarn");
-  const Status refused = embedded_trainer_supports(yarn.value());
+  const Status refused = embedded_trainer_supports(yarn.value(), 1024);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().str().find("rope scaling 'yarn'"), std::string::npos);
   auto window = model_from_hf_config(
@@ -394,13 +394,24 @@ TEST(HfConfig, RopeScalingAndSlidingWindowsAreRecordedAndRefusedForTheTrainer) {
   ASSERT_TRUE(window.ok()) << window.error().str();
   EXPECT_EQ(window.value().sliding_window, 4096);
   EXPECT_EQ(window.value().sliding_window_layers, 2);  // layers 2 and 3
-  EXPECT_FALSE(embedded_trainer_supports(window.value()).ok());
-  auto llama =
-      model_from_hf_config(R"({"architectures": ["LlamaForCausalLM"]})", "m/config.json", "m");
-  ASSERT_TRUE(llama.ok()) << llama.error().str();
-  const Status not_trained = embedded_trainer_supports(llama.value());
+  // 4096 tokens: the farthest key is 4095 back, inside the window (distance < 4096).
+  EXPECT_TRUE(embedded_trainer_supports(window.value(), 4096).ok());
+  const Status longer = embedded_trainer_supports(window.value(), 4097);
+  ASSERT_FALSE(longer.ok());
+  EXPECT_NE(longer.error().str().find("up to 4097 tokens"), std::string::npos);
+  for (const char* arch : {"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM"}) {
+    auto m = model_from_hf_config(
+        std::string(R"({"architectures": [")") + arch + R"("], "sliding_window": null})",
+        "m/config.json", "m");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    EXPECT_TRUE(embedded_trainer_supports(m.value(), 1024).ok()) << arch;
+  }
+  ModelSpec other = window.value();
+  other.architecture = "DeepseekV3ForCausalLM";
+  const Status not_trained = embedded_trainer_supports(other, 1024);
   ASSERT_FALSE(not_trained.ok());
-  EXPECT_NE(not_trained.error().str().find("does not train LlamaForCausalLM"), std::string::npos);
+  EXPECT_NE(not_trained.error().str().find("does not train DeepseekV3ForCausalLM"),
+            std::string::npos);
   EXPECT_EQ(not_trained.error().str().find('\n'), std::string::npos);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "grpo/core/hf_config.h"
 #include "grpo/core/hf_export.h"
@@ -222,6 +223,42 @@ TEST(HfExportModel, ConfigReadsBackToTheSpec) {
   const HfArchitecture a = hf_architecture(test::model("tiny-moe"));
   EXPECT_EQ(a.architecture, "Qwen2MoeForCausalLM");
   EXPECT_NE(a.caveat.find("q/k norms"), std::string::npos);
+}
+
+// Mixtral's own names (modeling_mixtral.py: MixtralDecoderLayer.block_sparse_moe,
+// MixtralSparseMoeBlock.gate / .experts, MixtralBlockSparseTop2MLP.w1 / w2 / w3, written out here
+// by hand), and the classes grpo-trainer builds kept as their config.json named them.
+TEST(HfExportModel, MixtralNamesAndKeptArchitectures) {
+  auto mixtral = model_from_hf_config(
+      R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 32, "intermediate_size": 24,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "vocab_size": 80, "num_local_experts": 4, "num_experts_per_tok": 2})",
+      "m/config.json", "m");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.error().str();
+  std::map<std::string, std::string> published;
+  for (const auto& p : hf_parameters(*mixtral)) published[p.name] = p.published;
+  EXPECT_EQ(published.at("model.layers.1.mlp.gate.weight"),
+            "model.layers.1.block_sparse_moe.gate.weight");
+  EXPECT_EQ(published.at("model.layers.0.mlp.experts.3.gate_proj.weight"),
+            "model.layers.0.block_sparse_moe.experts.3.w1.weight");
+  EXPECT_EQ(published.at("model.layers.0.mlp.experts.3.down_proj.weight"),
+            "model.layers.0.block_sparse_moe.experts.3.w2.weight");
+  EXPECT_EQ(published.at("model.layers.0.mlp.experts.3.up_proj.weight"),
+            "model.layers.0.block_sparse_moe.experts.3.w3.weight");
+  EXPECT_EQ(published.at("model.layers.0.self_attn.q_proj.weight"),
+            "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(published.at("lm_head.weight"), "lm_head.weight");
+  EXPECT_EQ(published.size(), 1u + 2 * (4 + 1 + 4 * 3 + 2) + 1 + 1);
+  const HfArchitecture a = hf_architecture(*mixtral);
+  EXPECT_EQ(a.architecture, "MixtralForCausalLM");
+  EXPECT_EQ(a.model_type, "mixtral");
+  EXPECT_TRUE(a.caveat.empty());
+  // The same spec from a TOML file (no architecture) is written as Qwen3-MoE, as before.
+  ModelSpec toml = *mixtral;
+  toml.architecture.clear();
+  EXPECT_EQ(hf_architecture(toml).architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(hf_tensor_name(toml, "model.layers.0.mlp.gate.weight"),
+            "model.layers.0.mlp.gate.weight");
 }
 
 TEST(HfExportModel, CopiedConfigGetsTheDtype) {

@@ -36,6 +36,9 @@ int run_forward(const ForwardOptions& o) {
     auto backend = kernels::parse_backend(o.kernels);
     if (!backend.ok()) return fail(backend.error());
     if (o.ids.empty()) return fail(core::make_error(core::ErrorKind::kInvalidValue, "no --ids"));
+    const core::Status trained =
+        core::embedded_trainer_supports(*spec, static_cast<std::int64_t>(o.ids.size()));
+    if (!trained.ok()) return fail(trained.error());
     for (std::int64_t id : o.ids) {
       if (id < 0 || id >= spec->vocab_size) {
         return fail(core::make_error(core::ErrorKind::kInvalidValue,
@@ -50,7 +53,7 @@ int run_forward(const ForwardOptions& o) {
       std::vector<FullTensor> expected;
       for (const auto& [name, p] : model.named_params())
         expected.push_back({name, p.sizes().vec(), 0});
-      auto weights = read_hf_weights(*dir, expected, spec->tied_embeddings);
+      auto weights = read_hf_weights(*dir, expected, *spec);
       if (!weights.ok()) return fail(weights.error());
       for (auto& [name, p] : model.named_params()) p.copy_(weights->at(name));
     }

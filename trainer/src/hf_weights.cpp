@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "grpo/core/hf_export.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/trainer/hf_checkpoint.h"
 #include "grpo/trainer/system_info.h"
@@ -31,14 +32,17 @@ std::optional<fs::path> hf_model_dir(const std::string& model_path) {
 }
 
 core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
-    const fs::path& dir, const std::vector<FullTensor>& expected, const HfParts& parts, bool tied,
-    HfReadStats* stats) {
+    const fs::path& dir, const std::vector<FullTensor>& expected, const HfParts& parts,
+    const core::ModelSpec& spec, HfReadStats* stats) {
   GRPO_TRY(HfCheckpoint ck, HfCheckpoint::open(dir));
-  std::set<std::string> want;
-  for (const FullTensor& f : expected) want.insert(f.name);
+  std::map<std::string, std::string> file_name;  // ours -> the checkpoint's
+  std::set<std::string> want;                    // the checkpoint's
+  for (const FullTensor& f : expected) {
+    want.insert(file_name[f.name] = core::hf_tensor_name(spec, f.name));
+  }
   HfReadStats counted;
   for (const auto& [name, t] : ck.tensors()) {
-    if (want.count(name) == 0 && !(tied && name == "lm_head.weight")) {
+    if (want.count(name) == 0 && !(spec.tied_embeddings && name == "lm_head.weight")) {
       return make_error(ErrorKind::kInvalidValue,
                         "unexpected tensor " + name +
                             " (not a parameter of the model config.json "
@@ -49,14 +53,15 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
   }
   // Every tensor is checked, also those this rank does not read: all ranks fail alike.
   for (const FullTensor& f : expected) {
-    const auto it = ck.tensors().find(f.name);
+    const std::string& name = file_name.at(f.name);
+    const auto it = ck.tensors().find(name);
     if (it == ck.tensors().end()) {
-      return make_error(ErrorKind::kInvalidValue, "checkpoint lacks tensor " + f.name + " " +
+      return make_error(ErrorKind::kInvalidValue, "checkpoint lacks tensor " + name + " " +
                                                       shape_text(f.shape) + " in " + dir.string());
     }
     if (it->second.entry.shape != f.shape) {
       return make_error(ErrorKind::kInvalidValue,
-                        "tensor " + f.name + " has shape " + shape_text(it->second.entry.shape) +
+                        "tensor " + name + " has shape " + shape_text(it->second.entry.shape) +
                             " but config.json makes it " + shape_text(f.shape),
                         {it->second.file, 0, 0});
     }
@@ -64,8 +69,10 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
   torch::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> out;
   for (const auto& [name, slice] : parts) {
-    const auto it = ck.tensors().find(name);
-    if (it == ck.tensors().end() || want.count(name) == 0) {
+    const auto known = file_name.find(name);
+    const auto it =
+        known == file_name.end() ? ck.tensors().end() : ck.tensors().find(known->second);
+    if (it == ck.tensors().end()) {
       return make_error(ErrorKind::kInternal, "asked to read " + name + ", not a model tensor");
     }
     const HfTensor& t = it->second;
@@ -113,10 +120,10 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
 }
 
 core::Result<std::map<std::string, at::Tensor>> read_hf_weights(
-    const fs::path& dir, const std::vector<FullTensor>& expected, bool tied) {
+    const fs::path& dir, const std::vector<FullTensor>& expected, const core::ModelSpec& spec) {
   HfParts all;
   for (const FullTensor& f : expected) all[f.name] = std::nullopt;
-  return read_hf_parts(dir, expected, all, tied);
+  return read_hf_parts(dir, expected, all, spec);
 }
 
 core::Status load_hf_weights(RunContext& ctx, const fs::path& dir,
@@ -128,7 +135,7 @@ core::Status load_hf_weights(RunContext& ctx, const fs::path& dir,
     parts[f.name] = own_slice(ctx, f);
   }
   HfReadStats stats;
-  auto read = read_hf_parts(dir, full, parts, ctx.spec.tied_embeddings, &stats);
+  auto read = read_hf_parts(dir, full, parts, ctx.spec, &stats);
   core::Status st = core::ok_status();
   if (parts.size() != mine.size()) {
     st = make_error(ErrorKind::kInternal, "rank " + std::to_string(ctx.rank) +

@@ -32,16 +32,18 @@ struct HfReadStats {
 
 // The tensors of `parts` as fp32 (bf16/fp16 converted), each the whole tensor or its slice, copied
 // from the mapped files without touching the rest. The checkpoint is first checked against all of
-// `expected` (names and shapes; with `tied` embeddings an lm_head.weight in the file is ignored).
+// `expected` (names and shapes; with `spec`'s tied embeddings an lm_head.weight in the file is
+// ignored). Names are grpo-trainer's; the files' are core::hf_tensor_name(spec, name).
 // Errors (kInvalidValue, one line naming the tensor): missing, unexpected, or of another shape; a
 // slice outside the tensor; and HfCheckpoint::open's.
 core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
     const std::filesystem::path& dir, const std::vector<FullTensor>& expected, const HfParts& parts,
-    bool tied, HfReadStats* stats = nullptr);
+    const core::ModelSpec& spec, HfReadStats* stats = nullptr);
 
 // read_hf_parts of every tensor of `expected`, whole.
 core::Result<std::map<std::string, at::Tensor>> read_hf_weights(
-    const std::filesystem::path& dir, const std::vector<FullTensor>& expected, bool tied);
+    const std::filesystem::path& dir, const std::vector<FullTensor>& expected,
+    const core::ModelSpec& spec);
 
 // Collective over the world: every rank reads from `dir` exactly the tensors (and TP slices) its
 // `local` holds and copies them in (converted to their dtype). A problem on any rank fails every

@@ -101,7 +101,8 @@ core::Result<core::ModelSpec> load_spec(const TrainerOptions& o, const TrainerCo
   DirectoryModelProvider provider(o.profile_dir.empty() ? default_model_dir()
                                                         : fs::path(o.profile_dir) / "models");
   GRPO_TRY(core::ModelSpec spec, core::load_model(provider, cfg.model_path));
-  GRPO_TRY_STATUS(core::embedded_trainer_supports(spec));
+  GRPO_TRY_STATUS(
+      core::embedded_trainer_supports(spec, cfg.max_prompt_length + cfg.max_response_length));
   if (spec.vision.present()) {
     spdlog::warn("model {} has a vision tower; grpo-trainer trains the language model only",
                  spec.name);

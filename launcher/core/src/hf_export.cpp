@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,7 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 void add(std::vector<HfParameter>& out, std::string name, std::vector<std::int64_t> shape) {
-  out.push_back({std::move(name), std::move(shape)});
+  out.push_back({std::move(name), std::move(shape), {}});
 }
 
 void add_swiglu(std::vector<HfParameter>& out, const std::string& prefix, std::int64_t hidden,
@@ -31,6 +32,25 @@ std::string lower(std::string_view s) {
 }
 
 }  // namespace
+
+std::string hf_tensor_name(const ModelSpec& spec, std::string_view name) {
+  std::string out(name);
+  if (spec.architecture != "MixtralForCausalLM" || !name.starts_with("model.layers.")) return out;
+  const std::size_t mlp = out.find(".mlp.");
+  if (mlp == std::string::npos) return out;
+  out.replace(mlp, 5, ".block_sparse_moe.");
+  // ...experts.E.gate_proj.weight -> ...experts.E.w1.weight (up -> w3, down -> w2)
+  constexpr std::pair<std::string_view, std::string_view> kExpert[] = {
+      {".gate_proj.", ".w1."}, {".up_proj.", ".w3."}, {".down_proj.", ".w2."}};
+  if (out.find(".experts.") == std::string::npos) return out;
+  for (const auto& [ours, theirs] : kExpert) {
+    if (const std::size_t at = out.rfind(ours); at != std::string::npos) {
+      out.replace(at, ours.size(), theirs);
+      break;
+    }
+  }
+  return out;
+}
 
 std::vector<HfParameter> hf_parameters(const ModelSpec& s) {
   std::vector<HfParameter> out;
@@ -69,11 +89,20 @@ std::vector<HfParameter> hf_parameters(const ModelSpec& s) {
   }
   add(out, "model.norm.weight", {h});
   if (!s.tied_embeddings) add(out, "lm_head.weight", {s.vocab_size, h});
+  for (HfParameter& p : out) p.published = hf_tensor_name(s, p.name);
   return out;
 }
 
 HfArchitecture hf_architecture(const ModelSpec& s) {
   HfArchitecture a;
+  // Classes whose modules grpo-trainer builds exactly (embedded_trainer_supports), kept as named.
+  constexpr std::pair<std::string_view, std::string_view> kKept[] = {
+      {"Qwen2ForCausalLM", "qwen2"},        {"Qwen3ForCausalLM", "qwen3"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"LlamaForCausalLM", "llama"},
+      {"MistralForCausalLM", "mistral"},    {"MixtralForCausalLM", "mixtral"}};
+  for (const auto& [name, type] : kKept) {
+    if (s.architecture == name) return {std::string(name), std::string(type), ""};
+  }
   if (s.is_moe() && s.num_shared_experts > 0) {
     a = {"Qwen2MoeForCausalLM", "qwen2_moe", ""};
     if (s.qk_norm) a.caveat = "q/k norms";

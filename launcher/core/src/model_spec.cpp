@@ -1,5 +1,7 @@
 #include "grpo/core/model_spec.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 
 namespace grpo::core {
@@ -55,15 +57,21 @@ std::int64_t ParamCounts::total() const {
   return n;
 }
 
-Status embedded_trainer_supports(const ModelSpec& spec) {
+Status embedded_trainer_supports(const ModelSpec& spec, std::int64_t max_tokens) {
   const SourceLocation where{spec.source, 0, 0};
   const std::string& a = spec.architecture;
-  if (!a.empty() && a != "Qwen2ForCausalLM" && a != "Qwen3ForCausalLM" &&
-      a != "Qwen3MoeForCausalLM") {
+  // The classes whose modules grpo-trainer's blocks are: Llama and Mistral are Qwen2's without the
+  // q/k/v bias; Mixtral's sparse block routes as Qwen3-MoE's with norm_topk_prob (softmax, top-k,
+  // renormalized: modeling_mixtral.py MixtralSparseMoeBlock).
+  constexpr std::string_view kTrained[] = {"Qwen2ForCausalLM",    "Qwen3ForCausalLM",
+                                           "Qwen3MoeForCausalLM", "LlamaForCausalLM",
+                                           "MistralForCausalLM",  "MixtralForCausalLM"};
+  if (!a.empty() && std::find(std::begin(kTrained), std::end(kTrained), a) == std::end(kTrained)) {
+    std::string names;
+    for (std::string_view n : kTrained) names += (names.empty() ? "" : ", ") + std::string(n);
     return make_error(ErrorKind::kInvalidValue,
-                      "grpo-trainer does not train " + a +
-                          " yet (it trains Qwen2ForCausalLM, Qwen3ForCausalLM and "
-                          "Qwen3MoeForCausalLM); `plan` and `check` support it: train it with "
+                      "grpo-trainer does not train " + a + " yet (it trains " + names +
+                          "); `plan` and `check` support it: train it with "
                           "`grpo-launch submit --engine verl` or your own --trainer-cmd",
                       where);
   }
@@ -73,11 +81,17 @@ Status embedded_trainer_supports(const ModelSpec& spec) {
                           "' is not implemented in grpo-trainer (plain RoPE only)",
                       where);
   }
-  if (spec.sliding_window_layers > 0) {
+  // A key at distance d is seen when d < window (modeling_mistral.py's sliding-window mask); with
+  // at most `max_tokens` tokens every d is below max_tokens, so window >= max_tokens is full
+  // attention.
+  if (spec.sliding_window_layers > 0 && spec.sliding_window < max_tokens) {
     return make_error(ErrorKind::kInvalidValue,
                       "sliding-window attention (" + std::to_string(spec.sliding_window_layers) +
                           " layers, window " + std::to_string(spec.sliding_window) +
-                          ") is not implemented in grpo-trainer (full attention only)",
+                          " tokens) is not implemented in grpo-trainer (full attention only): "
+                          "it is the same only for sequences up to the window, and this run's "
+                          "are up to " +
+                          std::to_string(max_tokens) + " tokens",
                       where);
   }
   return ok_status();

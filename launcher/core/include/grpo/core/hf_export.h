@@ -16,8 +16,13 @@
 namespace grpo::core {
 
 struct HfParameter {
-  std::string name;  // "model.layers.0.self_attn.q_proj.weight"
+  // grpo-trainer's name, the one its checkpoints use:
+  // "model.layers.0.mlp.experts.3.gate_proj.weight"
+  std::string name;
   std::vector<std::int64_t> shape;
+  // The name in the family's Hugging Face checkpoints (hf_tensor_name): the same as `name` except
+  // where the family names a module differently ("...block_sparse_moe.experts.3.w1.weight").
+  std::string published;
 };
 
 // Every parameter of the Hugging Face model `spec` describes, in the order of transformers'
@@ -25,7 +30,16 @@ struct HfParameter {
 // input_layernorm, post_attention_layernorm; norm; lm_head unless tied).
 std::vector<HfParameter> hf_parameters(const ModelSpec& spec);
 
-// The transformers class `spec` maps to: dense with q/k/v bias -> Qwen2ForCausalLM (qwen2), dense
+// The Hugging Face name of grpo-trainer's parameter `name` in `spec`'s family. grpo-trainer names
+// its modules as transformers' Qwen2/Qwen3/Qwen3-MoE and Llama/Mistral classes do; Mixtral
+// (modeling_mixtral.py MixtralDecoderLayer, MixtralSparseMoeBlock, MixtralBlockSparseTop2MLP)
+// calls the MoE block `block_sparse_moe` and an expert's gate, down and up projections w1, w2, w3.
+// Any other name is returned unchanged.
+std::string hf_tensor_name(const ModelSpec& spec, std::string_view name);
+
+// The transformers class `spec` maps to: the class its config.json named when it came from one
+// grpo-trainer builds exactly (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM and the
+// Qwen classes); otherwise dense with q/k/v bias -> Qwen2ForCausalLM (qwen2), dense
 // otherwise -> Qwen3ForCausalLM (qwen3), MoE with shared experts -> Qwen2MoeForCausalLM
 // (qwen2_moe), MoE without -> Qwen3MoeForCausalLM (qwen3_moe). `caveat` is set (non-empty) when
 // that class cannot hold the spec exactly (e.g. q/k norms in a Qwen2-MoE model).

@@ -70,10 +70,12 @@ struct ModelSpec {
   std::int64_t kv_width() const { return num_kv_heads * head_dim; }
 };
 
-// Whether grpo-trainer builds this model exactly: a Qwen2, Qwen3 or Qwen3-MoE architecture (or a
-// TOML spec) with plain RoPE and full attention on every layer. Errors: kInvalidValue, one line
-// naming what is missing, at spec.source. `plan` and `check` take every family hf_config reads.
-Status embedded_trainer_supports(const ModelSpec& spec);
+// Whether grpo-trainer builds this model exactly for sequences of up to `max_tokens` tokens
+// (prompt + response): a Qwen2, Qwen3, Qwen3-MoE, Llama, Mistral or Mixtral architecture (or a
+// TOML spec) with plain RoPE, and a sliding window (if any) of at least `max_tokens`, where it is
+// full attention. Errors: kInvalidValue, one line naming what is missing, at spec.source. `plan`
+// and `check` take every family hf_config reads.
+Status embedded_trainer_supports(const ModelSpec& spec, std::int64_t max_tokens);
 
 // Parameter counts by part, in parameters (not bytes).
 struct ParamCounts {
