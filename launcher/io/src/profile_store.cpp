@@ -139,9 +139,14 @@ std::optional<fs::path> DirectorySourceProvider::locate(CatalogKind kind,
     if (fs::is_regular_file(p, ec)) return p;
     return std::nullopt;
   }
+  // A model is models/<name>.toml or a Hugging Face config, models/<name>/config.json (the
+  // families a TOML spec cannot describe); the first directory of the path that has either wins.
   for (const auto& dir : search_path_) {
     const fs::path p = dir / subdir(kind) / (std::string(name) + ".toml");
     if (fs::is_regular_file(p, ec)) return p;
+    if (kind != CatalogKind::kModel) continue;
+    const fs::path config = dir / subdir(kind) / std::string(name) / "config.json";
+    if (fs::is_regular_file(config, ec)) return config;
   }
   return std::nullopt;
 }
@@ -187,6 +192,11 @@ std::vector<std::string> DirectorySourceProvider::names(CatalogKind kind) const 
     for (const auto& entry : fs::directory_iterator(d, ec)) {
       const std::string stem = entry.path().stem().string();
       if (entry.path().extension() == ".toml" && core::is_catalog_name(stem)) out.insert(stem);
+      const std::string dir_name = entry.path().filename().string();
+      if (kind == CatalogKind::kModel && core::is_catalog_name(dir_name) &&
+          fs::is_regular_file(entry.path() / "config.json", ec)) {
+        out.insert(dir_name);
+      }
     }
   }
   return {out.begin(), out.end()};
