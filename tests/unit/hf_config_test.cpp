@@ -375,6 +375,29 @@ TEST(HfConfig, LoadModelTakesAHuggingFaceDirectory) {
   fs::remove_all(dir.parent_path());
 }
 
+// A profile directory's models/<name>/config.json is a model named <name> (listed by names()); a
+// models/<name>.toml beside it wins, and a directory earlier in the search path wins over both.
+TEST(HfConfig, ProfileDirectoriesHoldHuggingFaceConfigs) {
+  const fs::path root = fs::temp_directory_path() / ("grpo-prof-" + std::to_string(::getpid()));
+  fs::create_directories(root / "a/models/my-qwen");
+  fs::create_directories(root / "b/models/other");
+  std::ofstream(root / "a/models/my-qwen/config.json") << kQwen3_30B_A3B;
+  std::ofstream(root / "b/models/other/config.json") << kQwen3_8B;
+  fs::create_directories(root / "b/models/no-config");
+  const io::DirectorySourceProvider provider({root / "a", root / "b"});
+  const auto names = provider.names(CatalogKind::kModel);
+  EXPECT_EQ(names, (std::vector<std::string>{"my-qwen", "other"}));
+  auto m = load_model(provider, "my-qwen");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  EXPECT_EQ(m->name, "my-qwen");
+  EXPECT_EQ(m->hf_id, "");
+  expect_same_architecture(*m, test::model("qwen3-30b-moe"));
+  EXPECT_FALSE(load_model(provider, "no-config").ok());
+  std::ofstream(root / "b/models/other.toml") << "name = \"other\"\nhidden_size = 64\n";
+  EXPECT_EQ(provider.locate(CatalogKind::kModel, "other"), root / "b/models/other.toml");
+  fs::remove_all(root);
+}
+
 // Rope scaling and sliding windows change no parameter count: the reader records them and
 // embedded_trainer_supports refuses them in one line (grpo-trainer has plain RoPE and full
 // attention only), a window only when the run's sequences can be longer than it.
