@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "grpo/core/engine_versions.h"
+#include "grpo/core/family_rules.h"
 #include "grpo/core/layout.h"
 #include "grpo/core/planner.h"
 #include "test_support.h"
@@ -432,6 +433,72 @@ TEST(EngineRules, ContextParallelNeedsPackedInput) {
   fsdp.fsdp = true;
   EXPECT_FALSE(has(legality(m, "a100x8", fsdp, {}, {{"grpo.remove_padding", "false"}}),
                    DiagCode::kInvalidSetting, "remove_padding"));
+}
+
+}  // namespace
+}  // namespace grpo::core
+
+namespace grpo::core {
+namespace {
+
+// --- model families (family_rules.h; docs/parallelism.md "Model families") ---------------------
+
+ModelSpec family(const std::string& architecture, const std::string& model_type) {
+  ModelSpec m = test::model("qwen2.5-7b");
+  m.architecture = architecture;
+  m.model_type = model_type;
+  return m;
+}
+
+// verl b178a3cd registry.py SupportedModel and mbridge 10cb17f's @register_model names, by hand.
+TEST(FamilyRules, VerlsMegatronWorkerBuildsTheFamiliesItsRegistryAndMbridgeName) {
+  EXPECT_TRUE(verl_megatron_supports(family("", ""), true, true).ok);  // a TOML (Qwen) spec
+  EXPECT_TRUE(verl_megatron_supports(family("LlamaForCausalLM", "llama"), true, true).ok);
+  EXPECT_TRUE(verl_megatron_supports(family("MixtralForCausalLM", "mixtral"), true, true).ok);
+  EXPECT_TRUE(
+      verl_megatron_supports(family("DeepseekV3ForCausalLM", "deepseek_v3"), true, true).ok);
+  EXPECT_TRUE(verl_megatron_supports(family("Glm4MoeForCausalLM", "glm4_moe"), true, true).ok);
+  // Not in verl's registry: no Megatron forward, whatever the bridge.
+  for (const char* arch : {"MistralForCausalLM", "DeepseekV2ForCausalLM", "Gemma2ForCausalLM",
+                           "Phi3ForCausalLM", "OlmoeForCausalLM"}) {
+    const FamilySupport s = verl_megatron_supports(family(arch, "x"), false, false);
+    EXPECT_FALSE(s.ok) << arch;
+    EXPECT_NE(s.why.find("not supported"), std::string::npos) << s.why;
+    EXPECT_NE(s.fix.find("strategy=fsdp"), std::string::npos) << s.fix;
+  }
+  // In the registry, but mbridge has no bridge for the model_type: only the vanilla bridge fails.
+  const FamilySupport oss =
+      verl_megatron_supports(family("GptOssForCausalLM", "gpt_oss"), true, true);
+  EXPECT_FALSE(oss.ok);
+  EXPECT_NE(oss.why.find("Unregistered model type"), std::string::npos) << oss.why;
+  EXPECT_TRUE(verl_megatron_supports(family("GptOssForCausalLM", "gpt_oss"), true, false).ok);
+  EXPECT_TRUE(verl_megatron_supports(family("GptOssForCausalLM", "gpt_oss"), false, true).ok);
+  // Kimi-K2: DeepseekV3ForCausalLM with model_type kimi_k2; the fix names deepseek_v3.
+  const FamilySupport kimi =
+      verl_megatron_supports(family("DeepseekV3ForCausalLM", "kimi_k2"), true, true);
+  EXPECT_FALSE(kimi.ok);
+  EXPECT_NE(kimi.fix.find("\"model_type\": \"deepseek_v3\""), std::string::npos) << kimi.fix;
+}
+
+// The planner plans such a family for FSDP when the backend is free, and refuses a fixed
+// Megatron layout in one finding that says why.
+TEST(FamilyRules, ThePlannerTurnsToFsdpOrSaysWhyNot) {
+  PlanRequest req;
+  req.model = family("MistralForCausalLM", "mistral");
+  req.cluster = test::cluster("a100x8");
+  const Plan free = make_plan(req);
+  ASSERT_TRUE(plan_ok(free));
+  EXPECT_TRUE(free.best.layout.fsdp);
+  const auto note = find(free.diagnostics, DiagCode::kInvalidSetting, "backend");
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->severity, Severity::kInfo);
+  req.constraints.tp = 2;
+  const Plan fixed = make_plan(req);
+  EXPECT_FALSE(plan_ok(fixed));
+  const auto why = find(fixed.diagnostics, DiagCode::kInvalidSetting, "backend");
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->severity, Severity::kError);
+  EXPECT_NE(why->message.find("MistralForCausalLM"), std::string::npos);
 }
 
 }  // namespace

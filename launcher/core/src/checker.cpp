@@ -1,4 +1,5 @@
 #include "grpo/core/checker.h"
+#include "grpo/core/family_rules.h"
 
 #include "grpo/core/planner.h"
 
@@ -149,6 +150,7 @@ class RunChecker {
     GRPO_TRY_STATUS(resolve_model_and_cluster());
     if (have_model_) {
       build_layout();
+      if (options_.parallel) check_family();
       if (options_.parallel) check_parallel();
       if (options_.parallel) check_token_caps();
       if (options_.data_types) check_data_types();
@@ -401,6 +403,18 @@ class RunChecker {
       }
       if (w.lora.targets.empty()) w.lora.targets = {"all-linear"};
     }
+  }
+
+  // verl's Megatron worker builds only some families (family_rules.h).
+  void check_family() {
+    if (!megatron_) return;
+    const FamilySupport f =
+        verl_megatron_supports(model_, bool_setting(A + "actor.megatron.use_mbridge", true),
+                               bool_setting(A + "actor.megatron.vanilla_mbridge", true));
+    if (f.ok) return;
+    const Override* o = usable(kStrategy);
+    add(DiagCode::kInvalidSetting, "strategy", f.why, f.fix,
+        o != nullptr ? o->where : command_location());
   }
 
   void build_layout() {

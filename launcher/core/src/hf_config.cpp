@@ -357,6 +357,10 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
   if (const json* id = r.get("_name_or_path"); id != nullptr && id->is_string()) {
     m.hf_id = id->get<std::string>();
   }
+  if (const json* type = r.get("model_type"); type != nullptr && !type->is_null()) {
+    if (!type->is_string()) return r.fail(ErrorKind::kWrongType, "model_type", "expected a string");
+    m.model_type = type->get<std::string>();
+  }
   if (const json* act = r.get("hidden_act"); act != nullptr && !act->is_null()) {
     if (!act->is_string() || act->get<std::string>() != "silu") {
       return r.fail(ErrorKind::kInvalidValue, "hidden_act", "only silu (SwiGLU) is supported");

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "grpo/core/family_rules.h"
 #include "grpo/core/text.h"
 
 namespace grpo::core {
@@ -294,6 +295,32 @@ Plan make_plan(const PlanRequest& req) {
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
   //    FSDP (--set backend=fsdp) has one shape: every state sharded over all ranks, CP the
   //    Ulysses size (1 unless fixed); Megatron-only settings fixed with it are refused.
+  // A family verl's Megatron worker cannot build (family_rules.h) is planned for FSDP when the
+  // backend is free and no Megatron-only setting is fixed; otherwise the plan says why not.
+  if (!k.fsdp.value_or(false) && !k.embedded_trainer.value_or(false)) {
+    const FamilySupport family = verl_megatron_supports(m, true, true);
+    const bool megatron_fixed = k.fsdp.has_value() || (k.tp && *k.tp != 1) ||
+                                (k.pp && *k.pp != 1) || (k.ep && *k.ep != 1) ||
+                                (k.etp && *k.etp != 1);
+    if (!family.ok && megatron_fixed) {
+      plan.diagnostics.push_back(
+          make_diag(DiagCode::kInvalidSetting, "backend", family.why, family.fix));
+      plan.diagnostics.push_back(
+          make_diag(DiagCode::kNoFeasiblePlan, "layout",
+                    "no legal layout for " + m.name + " on " + c.name + " with the fixed settings",
+                    "fix the errors above"));
+      return plan;
+    }
+    if (!family.ok) {
+      plan.constraints.fsdp = true;
+      Diagnostic note = make_diag(DiagCode::kInvalidSetting, "backend",
+                                  "planned for verl's FSDP strategy: " + family.why,
+                                  "run it with actor_rollout_ref.actor.strategy=fsdp (as "
+                                  "`plan --emit verl` writes)");
+      note.severity = Severity::kInfo;
+      plan.diagnostics.push_back(std::move(note));
+    }
+  }
   const bool fsdp = k.fsdp.value_or(false);
   if (fsdp) {
     std::string megatron_only;

@@ -27,6 +27,9 @@ struct ModelSpec {
   // The Hugging Face class config.json names ("LlamaForCausalLM"); empty for a TOML spec, whose
   // fields describe the Qwen blocks grpo-trainer builds.
   std::string architecture;
+  // config.json's model_type ("llama", "kimi_k2"), which bridges look families up by; empty for
+  // a TOML spec.
+  std::string model_type;
 
   std::int64_t hidden_size = 0;
   std::int64_t num_layers = 0;
