@@ -480,6 +480,18 @@ TEST(FamilyRules, VerlsMegatronWorkerBuildsTheFamiliesItsRegistryAndMbridgeName)
   EXPECT_NE(kimi.fix.find("\"model_type\": \"deepseek_v3\""), std::string::npos) << kimi.fix;
 }
 
+// vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS, by hand.
+TEST(FamilyRules, VllmRefusesFloat16ForGemmaAndGlm4) {
+  for (const char* type : {"gemma2", "gemma3", "gemma3_text", "glm4"}) {
+    EXPECT_NE(vllm_float16_refusal(family("X", type)).find("Numerical instability"),
+              std::string::npos)
+        << type;
+  }
+  for (const char* type : {"", "llama", "glm4_moe", "qwen3"}) {
+    EXPECT_EQ(vllm_float16_refusal(family("X", type)), "") << type;
+  }
+}
+
 // The planner plans such a family for FSDP when the backend is free, and refuses a fixed
 // Megatron layout in one finding that says why.
 TEST(FamilyRules, ThePlannerTurnsToFsdpOrSaysWhyNot) {

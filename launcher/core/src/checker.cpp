@@ -662,7 +662,9 @@ class RunChecker {
       const std::string v = lower(string_setting(A + "rollout.dtype", ""));
       const bool r16 = v == "float16" || v == "fp16" || v == "half";
       const bool rbf = v == "bfloat16" || v == "bf16";
-      if ((r16 && !is_fp16) || (rbf && is_fp16)) {
+      if (const std::string refused = r16 ? vllm_float16_refusal(model_) : ""; !refused.empty()) {
+        add(DiagCode::kDtypeConflict, rd->key, refused, "use bfloat16 for the rollout", rd->where);
+      } else if ((r16 && !is_fp16) || (rbf && is_fp16)) {
         add(DiagCode::kDtypeConflict, rd->key,
             "rollout dtype " + rd->value + " differs from the actor's " +
                 (is_fp16 ? "fp16" : "bf16") + ": log-probs of the rollout and the actor disagree",

@@ -79,4 +79,12 @@ FamilySupport verl_megatron_supports(const ModelSpec& spec, bool use_mbridge,
   return s;
 }
 
+std::string vllm_float16_refusal(const ModelSpec& spec) {
+  constexpr std::string_view kNoFloat16[] = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"};
+  if (!contains(kNoFloat16, spec.model_type)) return "";
+  return "vLLM refuses float16 for model_type '" + spec.model_type +
+         "' (\"Numerical instability. Please use bfloat16 or float32 instead.\", "
+         "vllm/config/model.py _check_valid_dtype)";
+}
+
 }  // namespace grpo::core

@@ -25,4 +25,9 @@ struct FamilySupport {
 };
 FamilySupport verl_megatron_supports(const ModelSpec& spec, bool use_mbridge, bool vanilla_mbridge);
 
+// vLLM refuses float16 for some families: the reason it gives, or empty (vllm/config/model.py
+// _FLOAT16_NOT_SUPPORTED_MODELS, checked by _check_valid_dtype against config.json's model_type:
+// gemma2, gemma3, gemma3_text, plamo2, glm4, "Numerical instability").
+std::string vllm_float16_refusal(const ModelSpec& spec);
+
 }  // namespace grpo::core
