@@ -8,6 +8,7 @@
 #include <string>
 
 #include "grpo/core/hf_config.h"
+#include "test_support.h"
 
 namespace grpo::core {
 namespace {
@@ -370,6 +371,78 @@ TEST(HfConfigFamilies, OlmoeAndOlmo2) {
     "intermediate_size": 11008, "vocab_size": 100352, "tie_word_embeddings": false,
     "hidden_act": "silu"})");
   EXPECT_EQ(count_params(olmo2).total(), 7'298'617'344LL);
+}
+
+// Qwen2.5-VL-7B-Instruct (Qwen2_5_VLForConditionalGeneration, text keys at the top level): the
+// text decoder is Qwen2.5-7B's with V 152064 (7,615,616,512); the vision tower, as derived in
+// profiles/models/qwen2.5-vl-7b.toml: patch_embed 3 x 2 x 14 x 14 x 1280 = 1,505,280 + 32 blocks
+// x 19,702,200 + merger 44,574,464 = 676,550,144; total 8,292,166,656, the shipped profile's
+// published total (safetensors index total_size / 2). The published file's vision_config lists
+// only some keys (hidden_size 1280, in_chans, spatial_patch_size); Qwen2_5_VLVisionConfig's
+// defaults give the rest (depth 32, intermediate_size 3420, num_heads 16, out_hidden_size 3584).
+// Qwen3-VL-235B-A22B-Instruct (Qwen3VLMoeForConditionalGeneration, text_config): as derived in
+// profiles/models/qwen3-vl-235b-moe.toml, vision 576,388,336 (patch_embed with bias 1,770,624,
+// pos_embed 2304 x 1152, 27 blocks x 15,239,504, merger 40,119,040, 3 deepstack mergers x
+// 40,125,952), total 235,670,022,896.
+// Qwen3-VL-8B-Instruct (Qwen3VLForConditionalGeneration): text 36 x (41,943,296 + 150,994,944 +
+// 8,192) + 2 x 151936 x 4096 + 4,096 = 8,190,735,360 and the same tower, 576,388,336: 8.767B,
+// as its deployment page gives ("8.767B = 8.191B LM + 576.4M ViT").
+TEST(HfConfigFamilies, QwenVisionLanguage) {
+  const ModelSpec vl25 = parse(R"({"architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "model_type": "qwen2_5_vl", "hidden_act": "silu", "hidden_size": 3584,
+    "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "tie_word_embeddings": false, "vocab_size": 152064,
+    "max_position_embeddings": 128000, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "use_sliding_window": false,
+    "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"},
+    "vision_config": {"hidden_size": 1280, "in_chans": 3, "model_type": "qwen2_5_vl",
+    "spatial_patch_size": 14, "tokens_per_second": 2}})");
+  EXPECT_EQ(vl25.vision.params, 676'550'144);
+  EXPECT_EQ(vl25.vision.num_layers, 32);
+  EXPECT_EQ(vl25.vision.hidden_size, 1280);
+  EXPECT_EQ(vl25.vision.patch_size, 14);
+  EXPECT_TRUE(vl25.rope_scaling.empty());
+  const ModelSpec profile25 = test::model("qwen2.5-vl-7b");
+  EXPECT_EQ(count_params(vl25).total(), count_params(profile25).total());
+  EXPECT_EQ(count_params(vl25).total(), profile25.published_params);
+
+  const std::string vision3 = R"("vision_config": {"deepstack_visual_indexes": [8, 16, 24],
+    "depth": 27, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 1152, "in_channels": 3,
+    "intermediate_size": 4304, "num_heads": 16, "num_position_embeddings": 2304,
+    "out_hidden_size": 4096, "patch_size": 16, "spatial_merge_size": 2,
+    "temporal_patch_size": 2})";
+  const ModelSpec moe = parse(R"({"architectures": ["Qwen3VLMoeForConditionalGeneration"],
+    "tie_word_embeddings": false, )" +
+                              vision3 + R"(, "text_config": {"hidden_size": 4096,
+    "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4,
+    "head_dim": 128, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+    "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true,
+    "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+    "attention_bias": false, "rope_theta": 5000000, "rms_norm_eps": 1e-06,
+    "max_position_embeddings": 262144, "hidden_act": "silu"}})");
+  EXPECT_EQ(moe.vision.params, 576'388'336);
+  const ModelSpec profile3 = test::model("qwen3-vl-235b-moe");
+  EXPECT_EQ(count_params(moe).total(), profile3.published_params);
+  EXPECT_EQ(count_params(moe).total(), count_params(profile3).total());
+  EXPECT_EQ(moe.max_position_embeddings, 262144);
+
+  const ModelSpec dense = parse(R"({"architectures": ["Qwen3VLForConditionalGeneration"],
+    "tie_word_embeddings": false, )" +
+                                vision3 + R"(, "text_config": {"hidden_size": 4096,
+    "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+    "attention_bias": false, "hidden_act": "silu"}})");
+  EXPECT_TRUE(dense.qk_norm);
+  EXPECT_EQ(count_params(dense).total() - dense.vision.params, 8'190'735'360LL);
+  EXPECT_EQ(count_params(dense).total(), 8'767'123'696LL);
+  expect_near_published(count_params(dense).total(), 8.767e9);
+  // A key of text_config is located inside text_config.
+  auto bad = model_from_hf_config(
+      "{\"architectures\": [\"Qwen3VLForConditionalGeneration\"],\n\"vision_config\": "
+      "{\"hidden_size\": 64},\n\"text_config\": {\n\"hidden_size\": \"x\"}}",
+      "m/config.json", "m");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where.line, 4u) << bad.error().str();
 }
 
 // One line, the key named, at the key's line in the file.

@@ -28,15 +28,42 @@ struct ArchName {
 };
 // In the order of Arch.
 constexpr ArchName kArchitectures[] = {
-    {"Qwen2ForCausalLM", Arch::kQwen2},           {"Qwen3ForCausalLM", Arch::kQwen3},
-    {"Qwen3MoeForCausalLM", Arch::kQwen3Moe},     {"LlamaForCausalLM", Arch::kLlama},
-    {"MistralForCausalLM", Arch::kMistral},       {"MixtralForCausalLM", Arch::kMixtral},
-    {"Qwen2MoeForCausalLM", Arch::kQwen2Moe},     {"DeepseekV2ForCausalLM", Arch::kDeepseekV2},
-    {"DeepseekV3ForCausalLM", Arch::kDeepseekV3}, {"Glm4MoeForCausalLM", Arch::kGlm4Moe},
-    {"GptOssForCausalLM", Arch::kGptOss},         {"Gemma2ForCausalLM", Arch::kGemma2},
-    {"Gemma3ForCausalLM", Arch::kGemma3},         {"Phi3ForCausalLM", Arch::kPhi3},
-    {"OlmoeForCausalLM", Arch::kOlmoe},           {"Olmo2ForCausalLM", Arch::kOlmo2},
+    {"Qwen2ForCausalLM", Arch::kQwen2},
+    {"Qwen3ForCausalLM", Arch::kQwen3},
+    {"Qwen3MoeForCausalLM", Arch::kQwen3Moe},
+    {"LlamaForCausalLM", Arch::kLlama},
+    {"MistralForCausalLM", Arch::kMistral},
+    {"MixtralForCausalLM", Arch::kMixtral},
+    {"Qwen2MoeForCausalLM", Arch::kQwen2Moe},
+    {"DeepseekV2ForCausalLM", Arch::kDeepseekV2},
+    {"DeepseekV3ForCausalLM", Arch::kDeepseekV3},
+    {"Glm4MoeForCausalLM", Arch::kGlm4Moe},
+    {"GptOssForCausalLM", Arch::kGptOss},
+    {"Gemma2ForCausalLM", Arch::kGemma2},
+    {"Gemma3ForCausalLM", Arch::kGemma3},
+    {"Phi3ForCausalLM", Arch::kPhi3},
+    {"OlmoeForCausalLM", Arch::kOlmoe},
+    {"Olmo2ForCausalLM", Arch::kOlmo2},
+    {"Qwen2_5_VLForConditionalGeneration", Arch::kQwen25Vl},
+    {"Qwen3VLForConditionalGeneration", Arch::kQwen3Vl},
+    {"Qwen3VLMoeForConditionalGeneration", Arch::kQwen3VlMoe},
 };
+
+// The vision-language models' text decoders are Qwen2, Qwen3 and Qwen3-MoE
+// (Qwen2_5_VLTextModel, Qwen3VLTextModel, Qwen3VLMoeTextModel): everything but the defaults and
+// the vision tower is read as for those.
+Arch text_arch_of(Arch arch) {
+  switch (arch) {
+    case Arch::kQwen25Vl:
+      return Arch::kQwen2;
+    case Arch::kQwen3Vl:
+      return Arch::kQwen3;
+    case Arch::kQwen3VlMoe:
+      return Arch::kQwen3Moe;
+    default:
+      return arch;
+  }
+}
 
 // Architectures refused by name (a part of the class name), with what ModelSpec lacks for them:
 // a count from the keys read would be silently wrong.
@@ -96,7 +123,7 @@ Status read_rope(const ConfigReader& r, double& theta, std::string& scaling) {
       const auto it = v->find(t);
       if (it != v->end() && it->is_string()) type = it->get<std::string>();
     }
-    if (type != "default") scaling = type;
+    if (type != "default" && type != "mrope") scaling = type;  // Qwen2-VL's M-RoPE: plain RoPE
     if (const auto it = v->find("rope_theta"); it != v->end()) {
       if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0.0) {
         return r.fail(ErrorKind::kInvalidValue, key, "rope_theta: expected a positive number");
@@ -273,7 +300,9 @@ const Defaults& defaults_of(Arch arch) {
   // In the order of Arch: Qwen2Config, Qwen3Config (head_dim 128), Qwen3MoeConfig, LlamaConfig,
   // MistralConfig, MixtralConfig, Qwen2MoeConfig, DeepseekV2Config, DeepseekV3Config,
   // Glm4MoeConfig, GptOssConfig, Gemma2Config, Gemma3TextConfig, Phi3Config, OlmoeConfig,
-  // Olmo2Config. DeepSeek's head_dim is MLA's qk_nope + qk_rope (read_deepseek).
+  // Olmo2Config, Qwen2_5_VLTextConfig (= Qwen2VLTextConfig), Qwen3VLTextConfig,
+  // Qwen3VLMoeTextConfig (= Qwen3MoeConfig). DeepSeek's head_dim is MLA's qk_nope + qk_rope
+  // (read_deepseek).
   static const Defaults table[] = {
       {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0, false},
       {4096, 32, 32, 0, 128, 22016, 151936, 32768, 1e-6, 10000.0, false},
@@ -291,6 +320,9 @@ const Defaults& defaults_of(Arch arch) {
       {3072, 32, 32, 0, 0, 8192, 32064, 4096, 1e-5, 10000.0, false},
       {2048, 16, 16, 0, 0, 2048, 50304, 4096, 1e-5, 10000.0, false},
       {4096, 32, 32, 0, 0, 11008, 50304, 2048, 1e-5, 10000.0, false},
+      {8192, 80, 64, 8, 0, 29568, 152064, 32768, 1e-5, 1e6, false},
+      {4096, 32, 32, 32, 128, 22016, 151936, 128000, 1e-6, 5e6, false},
+      {2048, 24, 32, 4, 0, 6144, 151936, 32768, 1e-6, 10000.0, false},
   };
   static_assert(std::size(table) == std::size(kArchitectures));
   return table[static_cast<int>(arch)];
@@ -392,18 +424,23 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
   if (!doc.is_object()) {
     return make_error(ErrorKind::kParse, "expected a JSON object", {std::string(file_name), 1, 1});
   }
-  const ConfigReader r(doc, json_text, file_name);
-  GRPO_TRY(const Arch arch, read_architecture(r));
+  const ConfigReader top(doc, json_text, file_name);
+  GRPO_TRY(const Arch named, read_architecture(top));
+  // A vision-language model's text keys are at the top level or in text_config.
+  const Arch arch = text_arch_of(named);
+  const bool vision_language = arch != named;
+  const ConfigReader r =
+      vision_language && top.has_object("text_config") ? top.nested("text_config") : top;
 
   ModelSpec m;
   m.name = std::string(model_name);
   m.source = std::string(file_name);
-  if (const json* id = r.get("_name_or_path"); id != nullptr && id->is_string()) {
+  if (const json* id = top.get("_name_or_path"); id != nullptr && id->is_string()) {
     m.hf_id = id->get<std::string>();
   }
   GRPO_TRY_STATUS(read_activation(r, arch));
-  m.architecture = std::string(kArchitectures[static_cast<int>(arch)].name);
-  const Defaults& d = defaults_of(arch);
+  m.architecture = std::string(kArchitectures[static_cast<int>(named)].name);
+  const Defaults& d = defaults_of(named);
   GRPO_TRY_STATUS(r.read_int("hidden_size", m.hidden_size, d.hidden, 1, kMaxDim));
   GRPO_TRY_STATUS(r.read_int("num_hidden_layers", m.num_layers, d.layers, 1, kMaxLayers));
   GRPO_TRY_STATUS(r.read_int("num_attention_heads", m.num_attention_heads, d.heads, 1, 1 << 16));
@@ -430,7 +467,9 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
   }
   GRPO_TRY_STATUS(r.read_int("intermediate_size", m.ffn_hidden_size, d.ffn, 1, kMaxDim));
   GRPO_TRY_STATUS(r.read_int("vocab_size", m.vocab_size, d.vocab, 1, kMaxVocab));
-  GRPO_TRY_STATUS(r.read_bool("tie_word_embeddings", m.tied_embeddings, d.tied));
+  // Qwen3-VL keeps tie_word_embeddings at the top level (Qwen3VLConfig), beside text_config.
+  GRPO_TRY_STATUS((top.is_null("tie_word_embeddings") ? r : top)
+                      .read_bool("tie_word_embeddings", m.tied_embeddings, d.tied));
   GRPO_TRY_STATUS(r.read_positive_double("rope_theta", m.rope_theta, d.rope_theta));
   GRPO_TRY_STATUS(read_rope(r, m.rope_theta, m.rope_scaling));
   GRPO_TRY_STATUS(r.read_positive_double("rms_norm_eps", m.rms_norm_eps, d.rms_norm_eps));
@@ -439,6 +478,14 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
   GRPO_TRY_STATUS(read_sliding_window(r, arch, m));
   GRPO_TRY_STATUS(read_attention(r, arch, m));
   GRPO_TRY_STATUS(read_family(r, arch, m));
+  if (vision_language) {
+    static const json kNone = json::object();  // no vision_config: the class's defaults
+    const ConfigReader v = top.has_object("vision_config")
+                               ? top.nested("vision_config")
+                               : ConfigReader(kNone, json_text, file_name);
+    GRPO_TRY_STATUS(named == Arch::kQwen25Vl ? hf_detail::read_qwen25_vision(v, m)
+                                             : hf_detail::read_qwen3_vision(v, m));
+  }
   GRPO_TRY_STATUS(check_model_size(m, file_name));
   return m;
 }

@@ -35,17 +35,28 @@ inline SourceLocation location_at(std::string_view text, std::string_view file,
 }
 
 // Reads config.json's keys with transformers' defaults; errors point at the key's first
-// occurrence in the text (the file itself when the key is absent).
+// occurrence in the text (the file itself when the key is absent), for a nested object's reader
+// its first occurrence after the object's own key.
 class ConfigReader {
  public:
-  ConfigReader(const json& doc, std::string_view text, std::string_view file)
-      : doc_(doc), text_(text), file_(file) {}
+  ConfigReader(const json& doc, std::string_view text, std::string_view file, std::size_t from = 0)
+      : doc_(doc), text_(text), file_(file), from_(from) {}
 
   SourceLocation where(std::string_view key) const {
     const std::string quoted = "\"" + std::string(key) + "\"";
-    const std::size_t at = text_.find(quoted);
+    const std::size_t at = text_.find(quoted, from_);
     if (at == std::string_view::npos) return SourceLocation{std::string(file_), 0, 0};
     return location_at(text_, file_, at);
+  }
+  // Whether `key` holds an object (Qwen-VL's text_config and vision_config).
+  bool has_object(std::string_view key) const {
+    const json* v = get(key);
+    return v != nullptr && v->is_object();
+  }
+  // A reader of the object at `key` (has_object(key) must hold).
+  ConfigReader nested(std::string_view key) const {
+    const std::size_t at = text_.find("\"" + std::string(key) + "\"", from_);
+    return ConfigReader(*get(key), text_, file_, at == std::string_view::npos ? from_ : at);
   }
   Error fail(ErrorKind kind, std::string_view key, const std::string& why) const {
     return make_error(kind, std::string(key) + ": " + why, where(key));
@@ -132,6 +143,7 @@ class ConfigReader {
   const json& doc_;
   std::string_view text_;
   std::string_view file_;
+  std::size_t from_;
 };
 
 enum class Arch {
@@ -151,6 +163,9 @@ enum class Arch {
   kPhi3,
   kOlmoe,
   kOlmo2,
+  kQwen25Vl,
+  kQwen3Vl,
+  kQwen3VlMoe,
 };
 
 // Upper bounds that keep every product of the counts far from overflow.
@@ -167,5 +182,8 @@ Status read_glm4_moe(const ConfigReader& r, ModelSpec& m);
 Status read_gpt_oss(const ConfigReader& r, ModelSpec& m);
 Status read_gemma(const ConfigReader& r, Arch arch, ModelSpec& m);
 Status read_olmo(const ConfigReader& r, Arch arch, ModelSpec& m);
+// hf_config_vision.cpp: the vision towers, from vision_config's reader, into m.vision.
+Status read_qwen25_vision(const ConfigReader& v, ModelSpec& m);
+Status read_qwen3_vision(const ConfigReader& v, ModelSpec& m);
 
 }  // namespace grpo::core::hf_detail

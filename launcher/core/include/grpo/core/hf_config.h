@@ -3,7 +3,8 @@
 // Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, LlamaForCausalLM,
 // MistralForCausalLM, MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (also
 // Kimi-K2, Moonlight), Glm4MoeForCausalLM, GptOssForCausalLM, Gemma2ForCausalLM,
-// Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-4), OlmoeForCausalLM and Olmo2ForCausalLM, each
+// Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-4), OlmoeForCausalLM, Olmo2ForCausalLM and the
+// Qwen2_5_VL / Qwen3VL / Qwen3VLMoe ForConditionalGeneration models (vision tower included), each
 // counted weight by weight as its modeling_<family>.py registers them. A key is optional exactly
 // when transformers' configuration class (configuration_<family>.py) has a default for it, and
 // then takes that default. Whatever ModelSpec cannot express (an MoE layer pattern other than a
