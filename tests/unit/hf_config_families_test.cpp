@@ -321,6 +321,43 @@ TEST(HfConfigFamilies, Gemma2AndGemma3Text) {
   EXPECT_EQ(count_params(g1).total(), 999'885'952LL);
 }
 
+// Gemma-3-27B-it (Gemma3ForConditionalGeneration; its config.json leaves most text keys to
+// Gemma3TextConfig: V 262208, tied, 4 norms, q/k norms): text h 5376, 62 layers, 32 heads x 128
+// / 16 KV, 21504: layer q, o 2 x 5376 x 4096 + k, v 2 x 5376 x 2048 + 256 = 66,060,544 + MLP
+// 346,816,512 + norms 21,504 = 412,898,560; x 62 + 262208 x 5376 + 5,376 = 27,009,346,304.
+// SigLIP (27 layers of 1152, 4304, patch 14 at 896 px): patch_embedding 3 x 14 x 14 x 1152 +
+// 1152 = 678,528 + position_embedding 64^2 x 1152 = 4,718,592 + 27 x (4 x 1152 + 4 x (1152^2 +
+// 1152) + 2 x 1152 x 4304 + 4304 + 1152 = 15,239,504) + post_layernorm 2,304 = 416,866,032;
+// projector 1152 x 5376 + 1152 = 6,194,304. Total 27,432,406,640 (Hugging Face: 27.4B).
+// Gemma-3-4B-it (heads, KV heads, head_dim from the defaults: 8, 4, 256): text h 2560, 34
+// layers, 10240: 94,382,592 x 34 + 262208 x 2560 + 2,560 = 3,880,263,168; vision 416,866,032 +
+// 1152 x 2560 + 1152 = 419,816,304; total 4,300,079,472.
+TEST(HfConfigFamilies, Gemma3WithItsVisionTower) {
+  const std::string siglip = R"("vision_config": {"hidden_size": 1152, "image_size": 896,
+    "intermediate_size": 4304, "model_type": "siglip_vision_model", "num_attention_heads": 16,
+    "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false})";
+  const ModelSpec g27 = parse(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+    "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+    "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+    "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}, )" +
+                              siglip + R"(, "mm_tokens_per_image": 256})");
+  EXPECT_EQ(g27.vision.params, 416'866'032 + 6'194'304);
+  EXPECT_EQ(count_params(g27).total() - g27.vision.params, 27'009'346'304LL);
+  EXPECT_EQ(count_params(g27).total(), 27'432'406'640LL);
+  expect_near_published(count_params(g27).total(), 27.4e9);
+  EXPECT_TRUE(g27.tied_embeddings);
+  EXPECT_EQ(g27.rope_scaling, "linear");
+  EXPECT_EQ(g27.sliding_window_layers, 62 - 10);
+  const ModelSpec g4 = parse(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+    "model_type": "gemma3_text", "num_hidden_layers": 34,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}, )" +
+                             siglip + "}");
+  EXPECT_EQ(g4.vision.params, 419'816'304);
+  EXPECT_EQ(count_params(g4).total(), 4'300'079'472LL);
+}
+
 // Phi-3-mini-4k (Phi3ForCausalLM; fused qkv_proj and gate_up_proj hold the same weights): h 3072,
 //   32 layers, 32 heads (MHA), 8192, V 32064: layer 4 x 3072^2 + 3 x 3072 x 8192 + 6,144 =
 //   113,252,352; x 32 + 2 x 32064 x 3072 + 3,072 = 3,821,079,552 (published 3.821B).
@@ -457,13 +494,15 @@ void expect_refused(const std::string& text, const std::string& what, std::uint3
 }
 
 TEST(HfConfigFamilies, RefusesWhatItCannotCountExactly) {
-  for (const char* name :
-       {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "NemotronHForCausalLM",
-        "DeciLMForCausalLM", "Gemma3ForConditionalGeneration"}) {
+  for (const char* name : {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                           "NemotronHForCausalLM", "DeciLMForCausalLM"}) {
     expect_refused(std::string("{\n  \"architectures\": [\"") + name + "\"]}", name, 2);
   }
   expect_refused("{\"architectures\": [\"Qwen3NextForCausalLM\"]}", "hybrid linear attention", 1);
   expect_refused("{\"architectures\": [\"DeciLMForCausalLM\"]}", "block_configs", 1);
+  expect_refused(
+      "{\"architectures\": [\"Gemma3ForConditionalGeneration\"],\n\"vision_config\": {}}",
+      "vision_use_head", 0);
   const std::string v3 = "{\"architectures\": [\"DeepseekV3ForCausalLM\"],\n";
   expect_refused(v3 + "\"moe_layer_freq\": 2}", "moe_layer_freq", 2);
   expect_refused(v3 + "\"n_routed_experts\": 4}", "num_experts_per_tok", 0);

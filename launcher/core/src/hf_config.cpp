@@ -47,11 +47,12 @@ constexpr ArchName kArchitectures[] = {
     {"Qwen2_5_VLForConditionalGeneration", Arch::kQwen25Vl},
     {"Qwen3VLForConditionalGeneration", Arch::kQwen3Vl},
     {"Qwen3VLMoeForConditionalGeneration", Arch::kQwen3VlMoe},
+    {"Gemma3ForConditionalGeneration", Arch::kGemma3Vl},
 };
 
-// The vision-language models' text decoders are Qwen2, Qwen3 and Qwen3-MoE
-// (Qwen2_5_VLTextModel, Qwen3VLTextModel, Qwen3VLMoeTextModel): everything but the defaults and
-// the vision tower is read as for those.
+// The vision-language models' text decoders are Qwen2, Qwen3, Qwen3-MoE and Gemma3's
+// (Qwen2_5_VLTextModel, Qwen3VLTextModel, Qwen3VLMoeTextModel, Gemma3TextModel): everything but
+// the defaults and the vision tower is read as for those.
 Arch text_arch_of(Arch arch) {
   switch (arch) {
     case Arch::kQwen25Vl:
@@ -60,6 +61,8 @@ Arch text_arch_of(Arch arch) {
       return Arch::kQwen3;
     case Arch::kQwen3VlMoe:
       return Arch::kQwen3Moe;
+    case Arch::kGemma3Vl:
+      return Arch::kGemma3;
     default:
       return arch;
   }
@@ -76,9 +79,6 @@ constexpr RefusedArch kRefused[] = {
     {"Qwen3_5", "hybrid linear attention (Gated DeltaNet layers beside full attention)"},
     {"NemotronH", "hybrid Mamba-2 / attention / MLP layers (hybrid_override_pattern)"},
     {"DeciLM", "heterogeneous per-layer configs (block_configs: per-layer attention and FFN)"},
-    {"Gemma3ForConditionalGeneration",
-     "the SigLIP vision tower and multimodal projector are not counted (use Gemma3ForCausalLM for "
-     "the text model)"},
 };
 
 std::string supported_architectures() {
@@ -301,8 +301,8 @@ const Defaults& defaults_of(Arch arch) {
   // MistralConfig, MixtralConfig, Qwen2MoeConfig, DeepseekV2Config, DeepseekV3Config,
   // Glm4MoeConfig, GptOssConfig, Gemma2Config, Gemma3TextConfig, Phi3Config, OlmoeConfig,
   // Olmo2Config, Qwen2_5_VLTextConfig (= Qwen2VLTextConfig), Qwen3VLTextConfig,
-  // Qwen3VLMoeTextConfig (= Qwen3MoeConfig). DeepSeek's head_dim is MLA's qk_nope + qk_rope
-  // (read_deepseek).
+  // Qwen3VLMoeTextConfig (= Qwen3MoeConfig), Gemma3TextConfig again. DeepSeek's head_dim is MLA's
+  // qk_nope + qk_rope (read_deepseek).
   static const Defaults table[] = {
       {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0, false},
       {4096, 32, 32, 0, 128, 22016, 151936, 32768, 1e-6, 10000.0, false},
@@ -323,6 +323,7 @@ const Defaults& defaults_of(Arch arch) {
       {8192, 80, 64, 8, 0, 29568, 152064, 32768, 1e-5, 1e6, false},
       {4096, 32, 32, 32, 128, 22016, 151936, 128000, 1e-6, 5e6, false},
       {2048, 24, 32, 4, 0, 6144, 151936, 32768, 1e-6, 10000.0, false},
+      {2304, 26, 8, 4, 256, 9216, 262208, 131072, 1e-6, 1e6, true},
   };
   static_assert(std::size(table) == std::size(kArchitectures));
   return table[static_cast<int>(arch)];
@@ -483,8 +484,9 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
     const ConfigReader v = top.has_object("vision_config")
                                ? top.nested("vision_config")
                                : ConfigReader(kNone, json_text, file_name);
-    GRPO_TRY_STATUS(named == Arch::kQwen25Vl ? hf_detail::read_qwen25_vision(v, m)
-                                             : hf_detail::read_qwen3_vision(v, m));
+    GRPO_TRY_STATUS(named == Arch::kQwen25Vl   ? hf_detail::read_qwen25_vision(v, m)
+                    : named == Arch::kGemma3Vl ? hf_detail::read_gemma3_vision(v, m)
+                                               : hf_detail::read_qwen3_vision(v, m));
   }
   GRPO_TRY_STATUS(check_model_size(m, file_name));
   return m;

@@ -166,6 +166,7 @@ enum class Arch {
   kQwen25Vl,
   kQwen3Vl,
   kQwen3VlMoe,
+  kGemma3Vl,
 };
 
 // Upper bounds that keep every product of the counts far from overflow.
@@ -185,5 +186,6 @@ Status read_olmo(const ConfigReader& r, Arch arch, ModelSpec& m);
 // hf_config_vision.cpp: the vision towers, from vision_config's reader, into m.vision.
 Status read_qwen25_vision(const ConfigReader& v, ModelSpec& m);
 Status read_qwen3_vision(const ConfigReader& v, ModelSpec& m);
+Status read_gemma3_vision(const ConfigReader& v, ModelSpec& m);  // after the text keys
 
 }  // namespace grpo::core::hf_detail

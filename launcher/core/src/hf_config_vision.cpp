@@ -1,7 +1,7 @@
-// Vision towers of the vision-language checkpoints hf_config reads (Qwen2.5-VL, Qwen3-VL and
-// Qwen3-VL-MoE), counted from vision_config weight by weight into ModelSpec::vision. Absent keys
-// take Qwen2_5_VLVisionConfig's / Qwen3VLVisionConfig's defaults (configuration_qwen2_5_vl.py,
-// configuration_qwen3_vl.py).
+// Vision towers of the vision-language checkpoints hf_config reads (Qwen2.5-VL, Qwen3-VL,
+// Qwen3-VL-MoE and Gemma3), counted from vision_config weight by weight into ModelSpec::vision.
+// Absent keys take Qwen2_5_VLVisionConfig's / Qwen3VLVisionConfig's defaults
+// (configuration_qwen2_5_vl.py, configuration_qwen3_vl.py).
 #include <string>
 
 #include "hf_config_reader.h"
@@ -106,6 +106,41 @@ Status read_qwen3_vision(const ConfigReader& v, ModelSpec& m) {
   const std::int64_t merger_linears = sat_add(linear(merged, merged), linear(merged, s.out));
   n = sat_add(n, sat_add(sat_mul(2, d), merger_linears));
   n = sat_add(n, sat_mul(deepstack, sat_add(sat_mul(2, merged), merger_linears)));
+  record(s, n, m);
+  return ok_status();
+}
+
+// Gemma3ForConditionalGeneration (modeling_gemma3.py): the vision tower is a SiglipVisionModel
+// (modeling_siglip.py): patch_embedding, a Conv2d num_channels x patch x patch -> hidden with
+// bias; position_embedding, (image_size / patch_size)^2 x hidden; per encoder layer
+// layer_norm1 and layer_norm2 (LayerNorm: weight and bias), q/k/v/out_proj hidden -> hidden
+// with biases, mlp fc1 hidden -> intermediate and fc2 back, with biases; post_layernorm. The
+// attention-pooling head (vision_use_head) is refused: Gemma3's configs turn it off. Then
+// Gemma3MultiModalProjector: mm_input_projection_weight [vision hidden, text hidden] and
+// mm_soft_emb_norm over the vision hidden size. Defaults: SiglipVisionConfig's.
+Status read_gemma3_vision(const ConfigReader& v, ModelSpec& m) {
+  VisionSizes s;
+  GRPO_TRY_STATUS(v.read_int("num_hidden_layers", s.depth, 12, 1, kMaxLayers));
+  GRPO_TRY_STATUS(v.read_int("hidden_size", s.hidden, 768, 1, kMaxVisionDim));
+  GRPO_TRY_STATUS(v.read_int("intermediate_size", s.ffn, 3072, 1, kMaxVisionDim));
+  GRPO_TRY_STATUS(v.read_int("num_attention_heads", s.heads, 12, 1, kMaxVisionDim));
+  GRPO_TRY_STATUS(v.read_int("num_channels", s.in_channels, 3, 1, kMaxVisionDim));
+  GRPO_TRY_STATUS(v.read_int("patch_size", s.patch, 16, 1, kMaxVisionDim));
+  std::int64_t image = 224;
+  GRPO_TRY_STATUS(v.read_int("image_size", image, 224, 1, kMaxVisionDim));
+  bool head = true;
+  GRPO_TRY_STATUS(v.read_bool("vision_use_head", head, true));
+  if (head) {
+    return v.fail(ErrorKind::kInvalidValue, "vision_use_head",
+                  "true (SigLIP's attention-pooling head) is not counted; Gemma3 sets false");
+  }
+  const std::int64_t d = s.hidden, side = image / s.patch;
+  std::int64_t n = sat_add(sat_mul(sat_mul(s.in_channels, s.patch * s.patch), d), d);
+  n = sat_add(n, sat_mul(side * side, d));
+  std::int64_t layer = sat_add(sat_mul(4, d), sat_mul(4, linear(d, d)));
+  layer = sat_add(layer, sat_add(linear(d, s.ffn), linear(s.ffn, d)));
+  n = sat_add(n, sat_add(sat_mul(s.depth, layer), sat_mul(2, d)));
+  n = sat_add(n, sat_add(sat_mul(d, m.hidden_size), d));  // the projector
   record(s, n, m);
   return ok_status();
 }

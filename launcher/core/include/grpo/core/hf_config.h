@@ -4,14 +4,14 @@
 // MistralForCausalLM, MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (also
 // Kimi-K2, Moonlight), Glm4MoeForCausalLM, GptOssForCausalLM, Gemma2ForCausalLM,
 // Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-4), OlmoeForCausalLM, Olmo2ForCausalLM and the
-// Qwen2_5_VL / Qwen3VL / Qwen3VLMoe ForConditionalGeneration models (vision tower included), each
-// counted weight by weight as its modeling_<family>.py registers them. A key is optional exactly
-// when transformers' configuration class (configuration_<family>.py) has a default for it, and
-// then takes that default. Whatever ModelSpec cannot express (an MoE layer pattern other than a
-// leading run of dense layers, Llama's and Qwen3's bias on o_proj, an activation the family
-// does not use, hybrid linear-attention or per-layer heterogeneous architectures, vision towers
-// not counted) is refused with one line naming the key, never approximated. Rope scaling and
-// sliding windows are recorded (they change no count).
+// Qwen2_5_VL / Qwen3VL / Qwen3VLMoe / Gemma3 ForConditionalGeneration models (vision tower
+// included), each counted weight by weight as its modeling_<family>.py registers them. A key is
+// optional exactly when transformers' configuration class (configuration_<family>.py) has a
+// default for it, and then takes that default. Whatever ModelSpec cannot express (an MoE layer
+// pattern other than a leading run of dense layers, Llama's and Qwen3's bias on o_proj, an
+// activation the family does not use, hybrid linear-attention or per-layer heterogeneous
+// architectures, SigLIP's pooling head) is refused with one line naming the key, never
+// approximated. Rope scaling and sliding windows are recorded (they change no count).
 #pragma once
 
 #include <string_view>
