@@ -18,10 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const ParamCounts c = count_params(m.value());
   for (std::int64_t part : {c.embedding, c.lm_head, c.attention, c.dense_mlp, c.router,
-                            c.routed_experts, c.shared_experts, c.norms, c.vision}) {
+                            c.routed_experts, c.shared_experts, c.norms, c.vision, c.mtp}) {
     if (part < 0) __builtin_trap();
   }
-  if (c.total() < 0 || c.total() > kMaxModelParams) __builtin_trap();
+  if (c.total() < 0 || c.stored() > kMaxModelParams) __builtin_trap();
   if (c.active(m.value()) < 0 || c.active(m.value()) > c.total()) __builtin_trap();
   return 0;
 }

@@ -104,7 +104,8 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
   const double wb = w.dtype == Dtype::kFp32 ? 4.0 : 2.0;
 
   // Model FLOPs per token of one forward: 2 x active weights (no FLOPs for the embedding
-  // lookup) plus causal attention scores and values. Routed experts are kept apart: their GEMMs
+  // lookup) plus causal attention scores (q width) and values (o width: they differ for MLA,
+  // heads x 192 against heads x 128 for DeepSeek-V3). Routed experts are kept apart: their GEMMs
   // see only the tokens routed to each expert, so they run less efficiently when few arrive.
   const double expert_active =
       static_cast<double>(counts.routed_experts) *
@@ -112,7 +113,8 @@ CostEstimate estimate_cost(const ModelSpec& m, const ClusterProfile& c, const Wo
                   : 0.0);
   const double active = static_cast<double>(counts.active(m) - counts.embedding - counts.vision);
   const double dense_fwd =
-      2.0 * (active - expert_active) + 2.0 * layers * seq * static_cast<double>(m.q_width());
+      2.0 * (active - expert_active) +
+      2.0 * layers * seq * 0.5 * static_cast<double>(m.q_width() + m.o_width());
   const double expert_fwd = 2.0 * expert_active;
   const double fwd_per_token = dense_fwd + expert_fwd;
   // GEMM efficiency saturates with the rows (tokens) a matrix product sees: T / (T + T0).

@@ -88,28 +88,27 @@ ShardedParams sharded_params(const ModelSpec& m, const Layout& l) {
   const double tp = l.dims.tp;
   const double h = static_cast<double>(m.hidden_size);
   // Qwen3's q/k norms (head_dim each) are replicated in every TP rank, like the layer norms
-  // (Megatron-Core's q_layernorm / k_layernorm; the embedded trainer holds them so too).
-  const double qk_norms = m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0;
+  // (Megatron-Core's q_layernorm / k_layernorm; the embedded trainer holds them so too); so are
+  // MLA's down projections (attention_replicated_params_per_layer).
+  const double replicated = static_cast<double>(attention_replicated_params_per_layer(m));
   const double attention =
-      (static_cast<double>(attention_params_per_layer(m)) - qk_norms) / tp + qk_norms;
-  const double norms = 2.0 * h;  // replicated in every TP rank
+      (static_cast<double>(attention_params_per_layer(m)) - replicated) / tp + replicated;
+  const double norms = static_cast<double>(norm_params_per_layer(m));  // replicated in every rank
   const double dense_layer =
       attention + norms + static_cast<double>(swiglu_params(m.hidden_size, m.ffn_hidden_size)) / tp;
   double moe_non_expert = 0;
   double moe_expert = 0;
+  const double router = static_cast<double>(router_params_per_layer(m));
   const double router_and_gate =
-      m.is_moe() ? h * static_cast<double>(m.num_experts) +
-                       (m.num_shared_experts > 0 && m.shared_expert_gate ? h : 0.0)
-                 : 0.0;
+      m.is_moe() ? router + (m.num_shared_experts > 0 && m.shared_expert_gate ? h : 0.0) : 0.0;
   if (m.is_moe()) {
     moe_non_expert =
-        attention + norms + h * static_cast<double>(m.num_experts) +
+        attention + norms + router +
         static_cast<double>(m.num_shared_experts *
                             swiglu_params(m.hidden_size, m.shared_expert_ffn_hidden_size)) /
             tp +
         (m.num_shared_experts > 0 && m.shared_expert_gate ? h : 0.0);
-    moe_expert = static_cast<double>(m.num_experts) *
-                 static_cast<double>(swiglu_params(m.hidden_size, m.moe_ffn_hidden_size)) /
+    moe_expert = static_cast<double>(m.num_experts) * static_cast<double>(expert_params(m)) /
                  (static_cast<double>(l.dims.ep) * l.dims.etp);
   }
   const double vocab = static_cast<double>(m.vocab_size) * h / tp;
@@ -162,6 +161,8 @@ double lora_params(const ModelSpec& m, const LoraSpec& lora) {
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double kv = static_cast<double>(m.kv_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.o_width());
   // An adapter on a projection in -> out adds A [r, in] and B [out, r].
   const auto adapter = [r](double in, double out) { return r * (in + out); };
   const auto swiglu = [&](double f) {
@@ -174,8 +175,8 @@ double lora_params(const ModelSpec& m, const LoraSpec& lora) {
   double attention = 0;
   if (targets(lora, {"q_proj", "linear_qkv"})) attention += adapter(h, q);
   if (targets(lora, {"k_proj", "linear_qkv"})) attention += adapter(h, kv);
-  if (targets(lora, {"v_proj", "linear_qkv"})) attention += adapter(h, kv);
-  if (targets(lora, {"o_proj", "linear_proj"})) attention += adapter(q, h);
+  if (targets(lora, {"v_proj", "linear_qkv"})) attention += adapter(h, v);
+  if (targets(lora, {"o_proj", "linear_proj"})) attention += adapter(o, h);
   const double dense_layer = attention + swiglu(static_cast<double>(m.ffn_hidden_size));
   double moe_layer = attention;
   if (m.is_moe()) {
@@ -202,10 +203,10 @@ RolloutMemory estimate_rollout_memory(const ModelSpec& m, const ClusterProfile& 
   r.weights = wb * (static_cast<double>(counts.non_expert()) / rtp +
                     static_cast<double>(counts.routed_experts) / rep);
   r.budget = device_bytes * w.gpu_memory_utilization;
-  // KV heads are split over rollout TP, or replicated (one per device) when TP exceeds them.
-  const double kv_heads = std::ceil(static_cast<double>(m.num_kv_heads) / rtp);
+  // KV heads are split over rollout TP, or replicated (one per device) when TP exceeds them;
+  // MLA's latent is cached whole on every rank (ModelSpec::kv_cache_width).
   r.kv_bytes_per_token =
-      2.0 * static_cast<double>(m.num_layers) * kv_heads * static_cast<double>(m.head_dim) * wb;
+      static_cast<double>(m.num_layers) * static_cast<double>(m.kv_cache_width(rollout_tp)) * wb;
   const double replicas = static_cast<double>(c.world_size()) / rtp;
   const double seqs = std::ceil(static_cast<double>(w.responses_per_step()) / replicas);
   r.concurrent_seqs =

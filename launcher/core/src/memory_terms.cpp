@@ -17,13 +17,15 @@ LayerActivation layer_activation_per_token(const ModelSpec& m, const Layout& l) 
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double kv = static_cast<double>(m.kv_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.o_width());
   const double tp = l.dims.tp;
   // `tp_h` divides the hidden-size terms (TP with sequence parallel, else 1); `tp` divides the
   // head / FFN terms.
   const double tp_h = l.sequence_parallel ? tp : 1.0;
   // Attention: norm input + norm output (QKV input) [hidden terms]; q, k, v and the attention
   // output (o-proj input) [split by TP]; flash-attention softmax statistics, fp32 per head.
-  const double attention = 2.0 * 2.0 * h / tp_h + 2.0 * (q + 2.0 * kv + q) / tp +
+  const double attention = 2.0 * 2.0 * h / tp_h + 2.0 * (q + kv + v + o) / tp +
                            4.0 * static_cast<double>(m.num_attention_heads) / tp;
   // Dense SwiGLU: norm input + norm output [hidden]; gate, up and their product [split by TP].
   const double f = static_cast<double>(m.ffn_hidden_size);
@@ -165,6 +167,8 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq, Dt
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double kv = static_cast<double>(m.kv_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.o_width());
   const double a = static_cast<double>(m.num_attention_heads);
   const double tp = l.dims.tp;
   EmbeddedTerms e;
@@ -173,7 +177,7 @@ EmbeddedTerms embedded_terms(const ModelSpec& m, const Layout& l, double seq, Dt
   // under SP, a copy under TP: whole); q/k norm inputs; q (regrouped for GQA), k and v after RoPE
   // and the attention output; the softmax output over `seq` keys per head.
   const double attention = kF * (2.0 * h * e.rows + h) + (m.qk_norm ? kF * (q + kv) / tp : 0.0) +
-                           kF * (2.0 * q + 2.0 * kv) / tp + softmax * (a / tp) * seq;
+                           kF * (q + kv + v + o) / tp + softmax * (a / tp) * seq;
   // SwiGLU as separate ops: gate, its SiLU, up and their product; the input whole.
   const double f = static_cast<double>(m.ffn_hidden_size);
   e.dense = attention + kF * h + kF * 4.0 * f / tp;
@@ -254,6 +258,8 @@ EmbeddedRollout embedded_rollout(const ModelSpec& m, Dtype dtype, double seqs, d
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.q_width());
   const double kv = static_cast<double>(m.kv_width());
+  const double v = static_cast<double>(m.v_width());
+  const double o = static_cast<double>(m.o_width());
   const double a = static_cast<double>(m.num_attention_heads);
   EmbeddedRollout r;
   r.kv_cache =
@@ -264,7 +270,7 @@ EmbeddedRollout embedded_rollout(const ModelSpec& m, Dtype dtype, double seqs, d
   // v and attention output.
   const double softmax = wb + 4.0 + (wb < 4.0 ? 4.0 + wb : 0.0);
   const double attention = softmax * seqs * (a / tp) * prompt * prompt +
-                           wb * seqs * prompt * (2.0 * h + (2.0 * q + 2.0 * kv) / tp);
+                           wb * seqs * prompt * (2.0 * h + (q + kv + v + o) / tp);
   // The prefill's MLP: gate, up and their product (the routed experts' on k copies of each row).
   const double f = m.is_moe()
                        ? static_cast<double>(m.experts_per_token * m.moe_ffn_hidden_size +

@@ -126,8 +126,12 @@ std::string render_summary(const Plan& plan) {
   out += "Model     " + m.name + ": " + format_count(static_cast<double>(counts.total())) +
          " parameters";
   if (m.is_moe()) out += " (" + format_count(static_cast<double>(counts.active(m))) + " active)";
+  // The checkpoint's multi-token-prediction layers: stored, but neither trained nor served here.
+  if (counts.mtp > 0) out += " + " + format_count(static_cast<double>(counts.mtp)) + " MTP unused";
   out += ", " + std::to_string(m.num_layers) + " layers, " + std::to_string(m.num_attention_heads) +
-         " heads / " + std::to_string(m.num_kv_heads) + " KV heads";
+         (m.is_mla() ? " heads (MLA, KV latent " + std::to_string(m.mla.kv_lora_rank) + " + " +
+                           std::to_string(m.mla.qk_rope_head_dim) + ")"
+                     : " heads / " + std::to_string(m.num_kv_heads) + " KV heads");
   if (m.is_moe()) {
     out += ", " + std::to_string(m.num_experts) + " experts (top " +
            std::to_string(m.experts_per_token) + ")";

@@ -1,11 +1,17 @@
 // A Hugging Face model directory's config.json read into a ModelSpec (docs/hf-checkpoints.md).
 // Pure: the text is given. Architectures read: Qwen2ForCausalLM (Qwen2, Qwen2.5),
-// Qwen3ForCausalLM and Qwen3MoeForCausalLM. A key is optional exactly when transformers'
-// configuration class (configuration_qwen2.py / qwen3 / qwen3_moe: Qwen2Config, Qwen3Config,
-// Qwen3MoeConfig) has a default for it, and then takes that default. Whatever ModelSpec cannot
-// express (sliding-window layers, rope scaling, an MoE layer pattern other than a leading run of
-// dense layers, bias on the output projection, an activation other than SiLU) is refused with one
-// line naming the key, never approximated.
+// Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, LlamaForCausalLM,
+// MistralForCausalLM, MixtralForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM (also
+// Kimi-K2, Moonlight), Glm4MoeForCausalLM, GptOssForCausalLM, Gemma2ForCausalLM,
+// Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-4), OlmoeForCausalLM, Olmo2ForCausalLM and the
+// Qwen2_5_VL / Qwen3VL / Qwen3VLMoe / Gemma3 ForConditionalGeneration models (vision tower
+// included), each counted weight by weight as its modeling_<family>.py registers them. A key is
+// optional exactly when transformers' configuration class (configuration_<family>.py) has a
+// default for it, and then takes that default. Whatever ModelSpec cannot express (an MoE layer
+// pattern other than a leading run of dense layers, Llama's and Qwen3's bias on o_proj, an
+// activation the family does not use, hybrid linear-attention or per-layer heterogeneous
+// architectures, SigLIP's pooling head) is refused with one line naming the key, never
+// approximated. Rope scaling and sliding windows are recorded (they change no count).
 #pragma once
 
 #include <string_view>

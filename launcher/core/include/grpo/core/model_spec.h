@@ -20,6 +20,23 @@ struct VisionTower {
   bool present() const { return params > 0; }
 };
 
+// How a layer's attention projects q, k and v. kGqa: q_proj, k_proj, v_proj, o_proj over
+// num_attention_heads / num_kv_heads heads of head_dim (MHA and MQA included). kMla: DeepSeek's
+// multi-head latent attention (modeling_deepseek_v3.py DeepseekV3Attention), sized by MlaDims.
+enum class AttentionKind { kGqa, kMla };
+
+// DeepseekV2Config / DeepseekV3Config's MLA sizes. q_lora_rank 0: a plain q_proj (q_lora_rank
+// null, DeepSeek-V2-Lite); else q_a_proj h -> q_lora_rank, q_a_layernorm, q_b_proj. Keys and
+// values go through kv_a_proj_with_mqa h -> kv_lora_rank + qk_rope_head_dim, kv_a_layernorm
+// (kv_lora_rank) and kv_b_proj kv_lora_rank -> heads x (qk_nope_head_dim + v_head_dim).
+struct MlaDims {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
 struct ModelSpec {
   std::string name;    // our name: "qwen3-30b-moe"
   std::string hf_id;   // "Qwen/Qwen3-30B-A3B"
@@ -41,6 +58,15 @@ struct ModelSpec {
   bool tied_embeddings = false;
   bool qkv_bias = false;  // Qwen2/2.5: bias on q, k, v projections
   bool qk_norm = false;   // Qwen3: RMSNorm over head_dim on q and k
+  // OLMoE / OLMo2: the q and k norms span the whole projection (q_width / kv_width), not a head.
+  bool qk_norm_full_width = false;
+  bool o_bias = false;           // gpt-oss: a bias on o_proj too (with qkv_bias)
+  bool attention_sinks = false;  // gpt-oss: one learned sink logit per head and layer
+  AttentionKind attention = AttentionKind::kGqa;
+  MlaDims mla;  // kMla only; head_dim is then qk_nope + qk_rope and num_kv_heads = heads
+  // RMSNorms per decoder layer: 2 (input, post-attention), 4 for Gemma2/Gemma3 (pre- and
+  // post-feedforward too). Each is hidden_size wide.
+  std::int64_t norms_per_layer = 2;
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   std::int64_t max_position_embeddings = 0;
@@ -60,6 +86,18 @@ struct ModelSpec {
   bool shared_expert_gate = false;        // Qwen2-MoE style sigmoid gate on the shared expert
   bool norm_topk_prob = true;             // renormalize the top-k router weights
   std::int64_t first_k_dense_layers = 0;  // leading layers with a dense FFN instead of MoE
+  bool router_bias = false;               // gpt-oss: the router Linear has a bias (num_experts)
+  bool router_score_bias = false;  // DeepSeek-V3 / GLM-4.5: e_score_correction_bias (num_experts)
+  bool expert_bias = false;        // gpt-oss: biases on each expert's gate/up (2 f) and down (h)
+
+  // Multi-token-prediction layers the published checkpoint stores after the decoder layers
+  // (num_nextn_predict_layers: DeepSeek-V3, GLM-4.5). transformers' modeling files skip them
+  // (DeepseekV3Model's _keys_to_ignore_on_load_unexpected), so they are counted apart
+  // (ParamCounts::mtp) and left out of total(). Each is a decoder layer (MoE when the model is)
+  // plus enorm and hnorm, eh_proj (2h -> h) and shared_head.norm; with mtp_stores_embeddings also
+  // its own embed_tokens and shared_head.head (V x h each), as DeepSeek-V3's safetensors do.
+  std::int64_t mtp_layers = 0;
+  bool mtp_stores_embeddings = false;
 
   VisionTower vision;
 
@@ -69,8 +107,26 @@ struct ModelSpec {
   bool is_moe() const { return num_experts > 0; }
   std::int64_t moe_layers() const { return is_moe() ? num_layers - first_k_dense_layers : 0; }
   std::int64_t dense_layers() const { return num_layers - moe_layers(); }
+  bool is_mla() const { return attention == AttentionKind::kMla; }
+  // Activation widths per token of one layer's attention: q and k (for MLA heads x (qk_nope +
+  // qk_rope), k after kv_b_proj and the shared rope part), v and the attention output (o_proj's
+  // input: heads x v_head_dim for MLA). For GQA v_width() == kv_width(), o_width() == q_width().
   std::int64_t q_width() const { return num_attention_heads * head_dim; }
   std::int64_t kv_width() const { return num_kv_heads * head_dim; }
+  std::int64_t v_width() const {
+    return is_mla() ? num_attention_heads * mla.v_head_dim : kv_width();
+  }
+  std::int64_t o_width() const {
+    return is_mla() ? num_attention_heads * mla.v_head_dim : q_width();
+  }
+  // KV-cache elements per token and layer on one rank of a rollout engine with tensor parallelism
+  // `tp`. GQA: k and v of the rank's KV heads (split over TP, replicated when TP exceeds them).
+  // MLA: vLLM caches the latent kv_lora_rank + qk_rope_head_dim per token, whole on every rank
+  // (vllm/attention/backends/mla: one "head" of that width, not split by TP).
+  std::int64_t kv_cache_width(std::int64_t tp) const {
+    if (is_mla()) return mla.kv_lora_rank + mla.qk_rope_head_dim;
+    return 2 * ((num_kv_heads + tp - 1) / tp) * head_dim;
+  }
 };
 
 // Whether grpo-trainer builds this model exactly for sequences of up to `max_tokens` tokens
@@ -91,8 +147,13 @@ struct ParamCounts {
   std::int64_t shared_experts = 0;  // all MoE layers' shared experts (+ gates)
   std::int64_t norms = 0;           // per-layer RMSNorms and the final norm
   std::int64_t vision = 0;          // vision tower
+  std::int64_t mtp = 0;  // multi-token-prediction layers (ModelSpec::mtp_layers), not in total()
 
-  std::int64_t total() const;  // saturates at INT64_MAX (see check_model_size)
+  // Everything but `mtp`: what transformers' modeling file builds and the trainers and rollout
+  // engines load. Saturates at INT64_MAX (see check_model_size).
+  std::int64_t total() const;
+  // What the published checkpoint stores: total() + mtp.
+  std::int64_t stored() const;
   // Parameters touched per token: routed experts scaled to experts_per_token of num_experts.
   std::int64_t active(const ModelSpec& spec) const;
   // Everything that is not a routed expert (replicated across expert-parallel ranks).
@@ -103,6 +164,17 @@ struct ParamCounts {
 std::int64_t attention_params_per_layer(const ModelSpec& spec);
 std::int64_t swiglu_params(std::int64_t hidden, std::int64_t ffn);
 std::int64_t moe_params_per_layer(const ModelSpec& spec);  // router + experts + shared
+// Pieces of those: the router (weight, bias, score-correction bias) and one routed expert.
+std::int64_t router_params_per_layer(const ModelSpec& spec);
+std::int64_t expert_params(const ModelSpec& spec);
+// The decoder layer's RMSNorms (norms_per_layer x hidden_size).
+std::int64_t norm_params_per_layer(const ModelSpec& spec);
+// Attention parameters Megatron keeps whole on every TP rank: Qwen3's per-head q/k norms; for MLA
+// the down projections q_a_proj and kv_a_proj_with_mqa with their norms (MLASelfAttention builds
+// linear_q_down_proj / linear_kv_down_proj unsplit).
+std::int64_t attention_replicated_params_per_layer(const ModelSpec& spec);
+// One multi-token-prediction layer as the published checkpoint stores it (see mtp_layers).
+std::int64_t mtp_params_per_layer(const ModelSpec& spec);
 
 // Every count saturates at INT64_MAX instead of overflowing.
 ParamCounts count_params(const ModelSpec& spec);
