@@ -524,6 +524,14 @@ TEST(HfConfigFamilies, AbsentKeysTakeTransformersDefaults) {
   EXPECT_EQ(oss.rope_scaling, "yarn");
   EXPECT_EQ(oss.sliding_window_layers, 18);
   EXPECT_TRUE(parse(R"({"architectures": ["Gemma3ForCausalLM"]})").tied_embeddings);
+  // Found by fuzz_hf_config: first_k_dense_replace's default 3 with 2 layers made -1 MoE layers;
+  // DeepseekV3DecoderLayer makes both dense.
+  const ModelSpec short_v3 =
+      parse(R"({"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 2})");
+  EXPECT_EQ(short_v3.first_k_dense_layers, 2);
+  EXPECT_EQ(short_v3.moe_layers(), 0);
+  EXPECT_EQ(count_params(short_v3).routed_experts, 0);
+  EXPECT_EQ(count_params(short_v3).total(), 2 * 583'483'392LL + 2 * 926'679'040LL + 7'168);
   // GQA families keep today's widths: v and o as k and q, the KV cache 2 x heads / TP x head_dim.
   const ModelSpec q = parse(R"({"architectures": ["Qwen3ForCausalLM"], "num_key_value_heads": 8})");
   EXPECT_EQ(q.v_width(), q.kv_width());

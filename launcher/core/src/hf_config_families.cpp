@@ -1,6 +1,7 @@
 // config.json keys of the families beyond Qwen, Llama, Mistral and Mixtral (hf_config.cpp reads
 // the common keys first): DeepSeek-V2/V3 (and Kimi-K2, Moonlight), GLM-4.5, gpt-oss, Gemma2/3,
 // OLMoE and OLMo2. Each reader names the transformers classes whose weights it counts.
+#include <algorithm>
 #include <string>
 
 #include "hf_config_reader.h"
@@ -24,6 +25,16 @@ Status read_top_k(const ConfigReader& r, const char* key, std::int64_t def, Mode
 Status read_attention_bias(const ConfigReader& r, bool def, bool on_o, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_bool("attention_bias", m.qkv_bias, def));
   m.o_bias = on_o && m.qkv_bias;
+  return ok_status();
+}
+
+// first_k_dense_replace: layer i is MoE when i >= it (DeepseekV3DecoderLayer,
+// Glm4MoeDecoderLayer), so a value past the last layer (the default 3 with fewer layers: found by
+// fuzz_hf_config, a negative MoE layer count) makes every layer dense.
+Status read_first_dense(const ConfigReader& r, std::int64_t def, ModelSpec& m) {
+  std::int64_t k = 0;
+  GRPO_TRY_STATUS(r.read_int("first_k_dense_replace", k, def, 0, kMaxLayers));
+  m.first_k_dense_layers = std::min(k, m.num_layers);
   return ok_status();
 }
 
@@ -78,8 +89,7 @@ Status read_deepseek(const ConfigReader& r, Arch arch, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_int_or_null("n_shared_experts", shared, v3 ? 1 : 2, 0, 0, 1 << 10));
   m.num_shared_experts = shared > 0 ? 1 : 0;
   m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size;
-  GRPO_TRY_STATUS(
-      r.read_int("first_k_dense_replace", m.first_k_dense_layers, v3 ? 3 : 0, 0, m.num_layers));
+  GRPO_TRY_STATUS(read_first_dense(r, v3 ? 3 : 0, m));
   std::int64_t freq = 1;
   GRPO_TRY_STATUS(r.read_int("moe_layer_freq", freq, 1, 1, kMaxLayers));
   if (freq != 1) {
@@ -116,7 +126,7 @@ Status read_glm4_moe(const ConfigReader& r, ModelSpec& m) {
   GRPO_TRY_STATUS(r.read_int("n_shared_experts", shared, 1, 0, 1 << 10));
   m.num_shared_experts = shared > 0 ? 1 : 0;
   m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size;
-  GRPO_TRY_STATUS(r.read_int("first_k_dense_replace", m.first_k_dense_layers, 1, 0, m.num_layers));
+  GRPO_TRY_STATUS(read_first_dense(r, 1, m));
   GRPO_TRY_STATUS(r.read_bool("norm_topk_prob", m.norm_topk_prob, true));
   m.router_score_bias = true;
   GRPO_TRY_STATUS(r.read_int("num_nextn_predict_layers", m.mtp_layers, 0, 0, 64));
