@@ -31,26 +31,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hf_export_test as hx  # noqa: E402
 import hf_reference as ref  # noqa: E402
 
-FAILED = []
 # (hf_reference case, the layout asked for, the trainer's layout event fields that show it)
 FAMILIES = [
     ("llama-untied-bf16", ["tp=2"], {"tp": 2, "dp": 1, "ep": 1}),
     ("mistral-window", ["tp=2"], {"tp": 2, "dp": 1, "ep": 1}),
     ("mixtral-sharded", ["ep=2"], {"tp": 1, "dp": 2, "ep": 2, "experts_per_rank": 2}),
 ]
-SETTINGS = [a for kv in [
-    "trainer.sft_warmup_steps=2", "trainer.total_training_steps=2", "trainer.sft_batch_size=8",
-    "data.train_batch_size=4", "actor_rollout_ref.rollout.n=4",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "data.val_size=8",
-    "data.train_size=64", "trainer.test_freq=-1", "trainer.threads=1"] for a in ("--set", kv)]
-
-
-def report(ok, what):
-    print(f"{what} {'ok' if ok else 'FAIL'}")
-    if not ok:
-        FAILED.append(what)
-    return ok
+# hf_reference.py's few SFT + GRPO steps, with 2 GRPO steps instead of 3 (the later --set wins).
+SETTINGS = ref.TRAIN_SETTINGS + ["--set", "trainer.total_training_steps=2"]
+report = hx.report  # one list of failures, hx.FAILED
 
 
 def run(launch, model_dir, run_dir, layout):
@@ -117,8 +106,8 @@ def main(argv):
     launch, trainer, work = argv[1], argv[2], argv[3]
     for case, layout, expect in FAMILIES:
         check_family(launch, trainer, work, case, layout, expect)
-    if FAILED:
-        print(f"{len(FAILED)} failed: " + "; ".join(FAILED))
+    if hx.FAILED:
+        print(f"{len(hx.FAILED)} failed: " + "; ".join(hx.FAILED))
         return 1
     return 0
 
