@@ -96,12 +96,8 @@ std::vector<HfParameter> hf_parameters(const ModelSpec& s) {
 HfArchitecture hf_architecture(const ModelSpec& s) {
   HfArchitecture a;
   // Classes whose modules grpo-trainer builds exactly (embedded_trainer_supports), kept as named.
-  constexpr std::pair<std::string_view, std::string_view> kKept[] = {
-      {"Qwen2ForCausalLM", "qwen2"},        {"Qwen3ForCausalLM", "qwen3"},
-      {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"LlamaForCausalLM", "llama"},
-      {"MistralForCausalLM", "mistral"},    {"MixtralForCausalLM", "mixtral"}};
-  for (const auto& [name, type] : kKept) {
-    if (s.architecture == name) return {std::string(name), std::string(type), ""};
+  if (const TrainedClass* kept = embedded_trainer_class(s.architecture)) {
+    return {std::string(kept->architecture), std::string(kept->model_type), ""};
   }
   if (s.is_moe() && s.num_shared_experts > 0) {
     a = {"Qwen2MoeForCausalLM", "qwen2_moe", ""};

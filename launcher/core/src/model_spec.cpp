@@ -1,7 +1,6 @@
 #include "grpo/core/model_spec.h"
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 
 namespace grpo::core {
@@ -130,18 +129,31 @@ std::int64_t ParamCounts::stored() const {
   return sat_add(total(), mtp);
 }
 
+namespace {
+// Llama and Mistral are Qwen2's blocks without the q/k/v bias; Mixtral's sparse block routes as
+// Qwen3-MoE's with norm_topk_prob (softmax, top-k, renormalized: modeling_mixtral.py
+// MixtralSparseMoeBlock).
+constexpr TrainedClass kTrainedClasses[] = {
+    {"Qwen2ForCausalLM", "qwen2"},        {"Qwen3ForCausalLM", "qwen3"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},    {"MixtralForCausalLM", "mixtral"}};
+}  // namespace
+
+const TrainedClass* embedded_trainer_class(std::string_view architecture) {
+  for (const TrainedClass& c : kTrainedClasses) {
+    if (c.architecture == architecture) return &c;
+  }
+  return nullptr;
+}
+
 Status embedded_trainer_supports(const ModelSpec& spec, std::int64_t max_tokens) {
   const SourceLocation where{spec.source, 0, 0};
   const std::string& a = spec.architecture;
-  // The classes whose modules grpo-trainer's blocks are: Llama and Mistral are Qwen2's without the
-  // q/k/v bias; Mixtral's sparse block routes as Qwen3-MoE's with norm_topk_prob (softmax, top-k,
-  // renormalized: modeling_mixtral.py MixtralSparseMoeBlock).
-  constexpr std::string_view kTrained[] = {"Qwen2ForCausalLM",    "Qwen3ForCausalLM",
-                                           "Qwen3MoeForCausalLM", "LlamaForCausalLM",
-                                           "MistralForCausalLM",  "MixtralForCausalLM"};
-  if (!a.empty() && std::find(std::begin(kTrained), std::end(kTrained), a) == std::end(kTrained)) {
+  if (!a.empty() && embedded_trainer_class(a) == nullptr) {
     std::string names;
-    for (std::string_view n : kTrained) names += (names.empty() ? "" : ", ") + std::string(n);
+    for (const TrainedClass& c : kTrainedClasses) {
+      names += (names.empty() ? "" : ", ") + std::string(c.architecture);
+    }
     return make_error(ErrorKind::kInvalidValue,
                       "grpo-trainer does not train " + a + " yet (it trains " + names +
                           "); `plan` and `check` support it: train it with "

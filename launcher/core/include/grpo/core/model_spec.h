@@ -136,6 +136,13 @@ struct ModelSpec {
 // and `check` take every family hf_config reads.
 Status embedded_trainer_supports(const ModelSpec& spec, std::int64_t max_tokens);
 
+// A Hugging Face class whose modules grpo-trainer's blocks are, with its config.json model_type.
+struct TrainedClass {
+  std::string_view architecture, model_type;
+};
+// The entry for `architecture`, or nullptr when grpo-trainer does not build that class.
+const TrainedClass* embedded_trainer_class(std::string_view architecture);
+
 // Parameter counts by part, in parameters (not bytes).
 struct ParamCounts {
   std::int64_t embedding = 0;       // input token embedding (vocab x hidden)
