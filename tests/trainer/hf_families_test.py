@@ -5,14 +5,15 @@
 
 For each family, hf_reference.py writes a tiny random checkpoint in the family's own format
 (Mixtral's block_sparse_moe.experts.N.w1/w2/w3 names included), and `grpo-launch run -p local-cpu`
-trains it 2 SFT + 2 GRPO steps on 2 ranks at a sharded layout: Llama and Mistral at TP=2 (each rank
-holds half of every projection), Mixtral at EP=2 (each rank holds 2 of the 4 experts of every
-layer), with --export-hf. Checked:
+trains it 2 SFT + 2 GRPO steps at a sharded layout: Llama and Mistral on 2 ranks at TP=2 (each rank
+holds half of every projection), Mixtral on 4 ranks at TP=2 x EP=2 (each rank holds half of every
+attention projection and 2 of the 4 experts of every layer; DP=2, the expert-data-parallel group
+2), with --export-hf. Checked:
 
-1. The trainer ran the layout asked for (its `layout` events) and every step (rank 0's `step`
-   events 1-4).
-2. Step 1's SFT loss equals the loss of the same run at plain data parallelism (DP=2, every rank
-   holding the whole model) within 1e-5: the sharded layout computes the same model.
+1. The trainer ran the layout asked for on every rank (its `layout` events) and every step (rank
+   0's `step` events 1-4).
+2. Step 1's SFT loss equals the loss of the same run at plain data parallelism on 2 ranks (DP=2,
+   every rank holding the whole model) within 1e-5: the sharded layout computes the same model.
 3. The export in <run>/hf names exactly the tensors hf_reference.py's parameter_shapes lists for
    the family (written from transformers' modeling_<family>.py, not from our C++), keeps the
    original config.json, holds weights that training changed, and hf_reference.py's float64 forward
@@ -31,11 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hf_export_test as hx  # noqa: E402
 import hf_reference as ref  # noqa: E402
 
-# (hf_reference case, the layout asked for, the trainer's layout event fields that show it)
+# (hf_reference case, the layout asked for, the trainer's layout event fields that show it); the
+# world size is the layout event's world_size (local-cpu has 2 ranks unless gpus_per_node is set).
 FAMILIES = [
-    ("llama-untied-bf16", ["tp=2"], {"tp": 2, "dp": 1, "ep": 1}),
-    ("mistral-window", ["tp=2"], {"tp": 2, "dp": 1, "ep": 1}),
-    ("mixtral-sharded", ["ep=2"], {"tp": 1, "dp": 2, "ep": 2, "experts_per_rank": 2}),
+    ("llama-untied-bf16", ["tp=2"], {"world_size": 2, "tp": 2, "dp": 1, "ep": 1}),
+    ("mistral-window", ["tp=2"], {"world_size": 2, "tp": 2, "dp": 1, "ep": 1}),
+    ("mixtral-sharded", ["gpus_per_node=4", "tp=2", "ep=2"],
+     {"world_size": 4, "tp": 2, "dp": 2, "ep": 2, "edp": 2, "experts_per_rank": 2}),
 ]
 # hf_reference.py's few SFT + GRPO steps, with 2 GRPO steps instead of 3 (the later --set wins).
 SETTINGS = ref.TRAIN_SETTINGS + ["--set", "trainer.total_training_steps=2"]
@@ -65,9 +68,9 @@ def check_family(launch, trainer, work, case, layout, expect):
     if not report(events is not None, f"{case}: run -p local-cpu --set {' '.join(layout)}"):
         return
     layouts = [e for e in events if e.get("type") == "layout"]
-    report(len(layouts) == 2 and all(all(e.get(k) == v for k, v in expect.items())
-                                      for e in layouts),
-           f"{case}: both ranks ran {expect}")
+    report(sorted(e.get("rank") for e in layouts) == list(range(expect["world_size"])) and
+           all(all(e.get(k) == v for k, v in expect.items()) for e in layouts),
+           f"{case}: every rank ran {expect}")
     steps = [e for e in events if e.get("type") == "step" and e.get("rank") == 0]
     report([e["step"] for e in steps] == [1, 2, 3, 4], f"{case}: steps 1-4 on rank 0")
     plain = run(launch, base / "model", base / "run-dp", ["tp=1", "ep=1", "dp=2"])
