@@ -114,6 +114,49 @@ TEST(HfConfigFamilies, KimiK2) {
   EXPECT_EQ(c.stored(), c.total());
 }
 
+// DeepSeek-V3.2 (deepseek-ai/DeepSeek-V3.2 config.json, DeepseekV32ForCausalLM): DeepSeek-V3's
+// keys plus index_n_heads 64, index_head_dim 128, index_topk 2048. Every layer's attention (the
+// MTP layer's too) adds the lightning indexer (DeepSeek-V3.2-Exp inference/model.py Indexer):
+//   wq_b 1536 x 64 x 128 = 12,582,912 + wk 7168 x 128 = 917,504 + k_norm weight and bias 256 +
+//   weights_proj 7168 x 64 = 458,752 = 13,959,424.
+//   Total: 671,026,419,200 + 61 x 13,959,424 = 671,877,944,064; MTP 13,463,426,304 + 13,959,424
+//   = 13,477,385,728; stored 685,355,329,792 (Hugging Face shows 685.4B for the V3.2 checkpoints,
+//   which adds the FP8 block scales, about 0.04B). Active: 37,552,297,472 + 61 x 13,959,424 =
+//   38,403,822,336. vLLM's Indexer is ReplicatedLinear: whole on every TP rank.
+// A one-line error naming `what` at line `line` of the file (defined below).
+void expect_refused(const std::string& text, const std::string& what, std::uint32_t line);
+
+TEST(HfConfigFamilies, DeepseekV32Indexer) {
+  std::string v32 = kDeepseekV3;
+  v32.replace(v32.find("DeepseekV3ForCausalLM"), 21, "DeepseekV32ForCausalLM");
+  v32.replace(v32.find("\"deepseek_v3\""), 13,
+              "\"deepseek_v32\", \"index_n_heads\": 64, \"index_head_dim\": 128, "
+              "\"index_topk\": 2048");
+  const ModelSpec m = parse(v32);
+  EXPECT_EQ(m.architecture, "DeepseekV32ForCausalLM");
+  EXPECT_EQ(indexer_params_per_layer(m), 13'959'424);
+  EXPECT_EQ(attention_params_per_layer(m), 187'107'328 + 13'959'424);
+  const ParamCounts c = count_params(m);
+  EXPECT_EQ(c.total(), 671'877'944'064LL);
+  EXPECT_EQ(c.mtp, 13'477'385'728LL);
+  EXPECT_EQ(c.stored(), 685'355'329'792LL);
+  EXPECT_EQ(c.active(m), 38'403'822'336LL);
+  expect_near_published(c.stored(), 685.4e9);
+  // kv_a (7168 x 576 + 512) and q_a (7169 x 1536) as for V3, and the indexer.
+  EXPECT_EQ(attention_replicated_params_per_layer(m),
+            7168LL * 576 + 512 + 7169LL * 1536 + 13'959'424);
+
+  // The indexer reads the query latent; its heads hold the rotated part.
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = v32;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  expect_refused(with("\"q_lora_rank\": 1536", "\"q_lora_rank\": null"), "q_lora_rank must be set",
+                 6);
+  expect_refused(with("\"index_head_dim\": 128", "\"index_head_dim\": 32"),
+                 "less than qk_rope_head_dim", 1);
+}
+
 // DeepSeek-V2-Lite (DeepseekV2ForCausalLM): h 2048, 27 layers (1 dense), 16 heads, q_lora_rank
 // absent in the published file (DeepseekV2Config's default would be 1536: here null, as the
 // model has a plain q_proj), kv_lora 512, 64 experts of 1408 top-6, 2 shared, V 102400.

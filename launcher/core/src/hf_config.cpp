@@ -48,6 +48,7 @@ constexpr ArchName kArchitectures[] = {
     {"Qwen3VLForConditionalGeneration", Arch::kQwen3Vl},
     {"Qwen3VLMoeForConditionalGeneration", Arch::kQwen3VlMoe},
     {"Gemma3ForConditionalGeneration", Arch::kGemma3Vl},
+    {"DeepseekV32ForCausalLM", Arch::kDeepseekV32},
 };
 
 // The vision-language models' text decoders are Qwen2, Qwen3, Qwen3-MoE and Gemma3's
@@ -142,8 +143,8 @@ Status read_rope(const ConfigReader& r, double& theta, std::string& scaling) {
 // (Gemma2Config, GptOssConfig) every other layer from the first, (Gemma3TextConfig) all but every
 // sliding_window_pattern-th. DeepSeek, GLM-4.5 and OLMo attend fully on every layer.
 Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
-  if (arch == Arch::kDeepseekV2 || arch == Arch::kDeepseekV3 || arch == Arch::kGlm4Moe ||
-      arch == Arch::kOlmoe || arch == Arch::kOlmo2) {
+  if (hf_detail::is_deepseek(arch) || arch == Arch::kGlm4Moe || arch == Arch::kOlmoe ||
+      arch == Arch::kOlmo2) {
     return ok_status();
   }
   const bool qwen = arch == Arch::kQwen2 || arch == Arch::kQwen3 || arch == Arch::kQwen3Moe ||
@@ -301,7 +302,8 @@ const Defaults& defaults_of(Arch arch) {
   // MistralConfig, MixtralConfig, Qwen2MoeConfig, DeepseekV2Config, DeepseekV3Config,
   // Glm4MoeConfig, GptOssConfig, Gemma2Config, Gemma3TextConfig, Phi3Config, OlmoeConfig,
   // Olmo2Config, Qwen2_5_VLTextConfig (= Qwen2VLTextConfig), Qwen3VLTextConfig,
-  // Qwen3VLMoeTextConfig (= Qwen3MoeConfig), Gemma3TextConfig again. DeepSeek's head_dim is MLA's
+  // Qwen3VLMoeTextConfig (= Qwen3MoeConfig), Gemma3TextConfig again, DeepseekV3Config's for
+  // DeepSeek-V3.2 (its config.json is V3's with the index_* keys). DeepSeek's head_dim is MLA's
   // qk_nope + qk_rope (read_deepseek).
   static const Defaults table[] = {
       {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0, false},
@@ -324,6 +326,7 @@ const Defaults& defaults_of(Arch arch) {
       {4096, 32, 32, 32, 128, 22016, 151936, 128000, 1e-6, 5e6, false},
       {2048, 24, 32, 4, 0, 6144, 151936, 32768, 1e-6, 10000.0, false},
       {2304, 26, 8, 4, 256, 9216, 262208, 131072, 1e-6, 1e6, true},
+      {7168, 61, 128, 128, 0, 18432, 129280, 4096, 1e-6, 10000.0, false},
   };
   static_assert(std::size(table) == std::size(kArchitectures));
   return table[static_cast<int>(arch)];
@@ -361,6 +364,7 @@ Status read_family(const ConfigReader& r, Arch arch, ModelSpec& m) {
       return read_qwen2_moe(r, m);
     case Arch::kDeepseekV2:
     case Arch::kDeepseekV3:
+    case Arch::kDeepseekV32:
       return hf_detail::read_deepseek(r, arch, m);
     case Arch::kGlm4Moe:
       return hf_detail::read_glm4_moe(r, m);
@@ -463,7 +467,7 @@ Result<ModelSpec> model_from_hf_config(std::string_view json_text, std::string_v
   // head_dim: read with hidden_size / num_attention_heads as the fallback, except the defaults of
   // Qwen3Config (128), Glm4MoeConfig (128), GptOssConfig (64) and Gemma (256). DeepSeek's MLA
   // has no single head_dim (DeepseekV3Config's head_dim is the rope part): read_deepseek sets it.
-  const bool mla = arch == Arch::kDeepseekV2 || arch == Arch::kDeepseekV3;
+  const bool mla = hf_detail::is_deepseek(arch);
   const std::int64_t derived_head_dim = m.hidden_size / m.num_attention_heads;
   if (!mla) {
     GRPO_TRY_STATUS(r.read_int("head_dim", m.head_dim,

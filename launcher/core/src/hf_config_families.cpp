@@ -59,6 +59,27 @@ Status read_mla(const ConfigReader& r, ModelSpec& m) {
   return r.read_bool("attention_bias", m.qkv_bias, false);
 }
 
+// DeepSeek-V3.2's indexer (DeepSeek-V3.2-Exp inference/model.py class Indexer; vLLM
+// deepseek_v2.py Indexer, whose projections are ReplicatedLinear): it projects the query latent,
+// so it needs q_lora_rank, and splits qk_rope_head_dim off each of its heads. index_topk (the
+// tokens each query keeps) holds no weights; it is only checked.
+Status read_indexer(const ConfigReader& r, ModelSpec& m) {
+  MlaDims& d = m.mla;
+  if (d.q_lora_rank == 0) {
+    return r.fail(ErrorKind::kInvalidValue, "q_lora_rank",
+                  "DeepSeek-V3.2's indexer projects the query latent: q_lora_rank must be set");
+  }
+  GRPO_TRY_STATUS(r.read_int("index_n_heads", d.index_n_heads, 64, 1, 1 << 16));
+  GRPO_TRY_STATUS(r.read_int("index_head_dim", d.index_head_dim, 128, 1, 1 << 16));
+  if (d.index_head_dim < d.qk_rope_head_dim) {
+    return r.fail(ErrorKind::kInvalidValue, "index_head_dim",
+                  std::to_string(d.index_head_dim) + " is less than qk_rope_head_dim (" +
+                      std::to_string(d.qk_rope_head_dim) + "), the part of it that is rotated");
+  }
+  std::int64_t top_k = 0;
+  return r.read_int("index_topk", top_k, 2048, 1, kMaxPositions);
+}
+
 }  // namespace
 
 // DeepSeek-V2 and V3 (modeling_deepseek_v3.py DeepseekV3ForCausalLM, modeling_deepseek_v2.py
@@ -69,10 +90,12 @@ Status read_mla(const ConfigReader& r, ModelSpec& m) {
 // checkpoints store; DeepSeek-V2's only with topk_method noaux_tc, as vLLM's DeepseekV2MoE) and
 // one fused shared expert of n_shared_experts x moe_intermediate_size. num_nextn_predict_layers
 // MTP layers (DeepSeek-V3's model.layers.61) hold their own embed_tokens and shared_head.head in
-// the published safetensors: counted in ParamCounts::mtp.
+// the published safetensors: counted in ParamCounts::mtp. DeepSeek-V3.2 (DeepseekV32ForCausalLM)
+// is V3 plus a lightning indexer in every layer's attention (read_indexer).
 Status read_deepseek(const ConfigReader& r, Arch arch, ModelSpec& m) {
-  const bool v3 = arch == Arch::kDeepseekV3;
+  const bool v3 = arch != Arch::kDeepseekV2;
   GRPO_TRY_STATUS(read_mla(r, m));
+  if (arch == Arch::kDeepseekV32) GRPO_TRY_STATUS(read_indexer(r, m));
   GRPO_TRY_STATUS(r.read_int("num_nextn_predict_layers", m.mtp_layers, 0, 0, 64));
   m.mtp_stores_embeddings = true;
   GRPO_TRY_STATUS(

@@ -167,7 +167,13 @@ enum class Arch {
   kQwen3Vl,
   kQwen3VlMoe,
   kGemma3Vl,
+  kDeepseekV32,
 };
+
+// DeepSeek-V2, V3 and V3.2: MLA on every layer (read_deepseek).
+inline bool is_deepseek(Arch a) {
+  return a == Arch::kDeepseekV2 || a == Arch::kDeepseekV3 || a == Arch::kDeepseekV32;
+}
 
 // Upper bounds that keep every product of the counts far from overflow.
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;

@@ -31,6 +31,7 @@ namespace {
 // MLA (modeling_deepseek_v3.py DeepseekV3Attention; DeepseekV2Attention has the same weights):
 // q_proj, or q_a_proj + q_a_layernorm + q_b_proj; kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj;
 // o_proj. attention_bias (qkv_bias here) puts a bias on q_a_proj, kv_a_proj_with_mqa and o_proj.
+// DeepSeek-V3.2 adds its indexer (MlaDims::index_n_heads).
 std::int64_t mla_params_per_layer(const ModelSpec& s) {
   const MlaDims& d = s.mla;
   const std::int64_t h = s.hidden_size, heads = s.num_attention_heads;
@@ -48,9 +49,18 @@ std::int64_t mla_params_per_layer(const ModelSpec& s) {
   n = sat_add(n, mul3(d.kv_lora_rank, heads, sat_add(d.qk_nope_head_dim, d.v_head_dim)));
   n = sat_add(n, mul3(heads, d.v_head_dim, h));  // o_proj
   if (s.qkv_bias) n = sat_add(n, sat_add(kv_a, h));
-  return n;
+  return sat_add(n, indexer_params_per_layer(s));
 }
 }  // namespace
+
+std::int64_t indexer_params_per_layer(const ModelSpec& s) {
+  const MlaDims& d = s.mla;
+  if (d.index_n_heads == 0) return 0;
+  std::int64_t n = mul3(d.q_lora_rank, d.index_n_heads, d.index_head_dim);  // wq_b
+  n = sat_add(n, sat_mul(s.hidden_size, d.index_head_dim));                 // wk
+  n = sat_add(n, sat_mul(2, d.index_head_dim));                             // k_norm
+  return sat_add(n, sat_mul(s.hidden_size, d.index_n_heads));               // weights_proj
+}
 
 std::int64_t attention_params_per_layer(const ModelSpec& s) {
   if (s.is_mla()) return mla_params_per_layer(s);
@@ -71,7 +81,7 @@ std::int64_t attention_replicated_params_per_layer(const ModelSpec& s) {
     std::int64_t n = sat_mul(s.hidden_size, sat_add(d.kv_lora_rank, d.qk_rope_head_dim));
     n = sat_add(n, d.kv_lora_rank);
     if (d.q_lora_rank > 0) n = sat_add(n, sat_mul(sat_add(s.hidden_size, 1), d.q_lora_rank));
-    return n;
+    return sat_add(n, indexer_params_per_layer(s));  // ReplicatedLinear in vLLM's Indexer
   }
   return s.qk_norm && !s.qk_norm_full_width ? sat_mul(2, s.head_dim) : 0;
 }

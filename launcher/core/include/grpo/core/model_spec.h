@@ -35,6 +35,11 @@ struct MlaDims {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  // DeepSeek-V3.2's lightning indexer (DeepseekV32ForCausalLM; 0 = none): per layer wq_b
+  // [index_n_heads x index_head_dim, q_lora_rank], wk [index_head_dim, hidden], k_norm (a
+  // LayerNorm: weight and bias) and weights_proj [index_n_heads, hidden], none with a bias.
+  std::int64_t index_n_heads = 0;
+  std::int64_t index_head_dim = 0;
 };
 
 struct ModelSpec {
@@ -178,8 +183,12 @@ std::int64_t expert_params(const ModelSpec& spec);
 std::int64_t norm_params_per_layer(const ModelSpec& spec);
 // Attention parameters Megatron keeps whole on every TP rank: Qwen3's per-head q/k norms; for MLA
 // the down projections q_a_proj and kv_a_proj_with_mqa with their norms (MLASelfAttention builds
-// linear_q_down_proj / linear_kv_down_proj unsplit).
+// linear_q_down_proj / linear_kv_down_proj unsplit) and DeepSeek-V3.2's indexer (vLLM's Indexer
+// builds it of ReplicatedLinear).
 std::int64_t attention_replicated_params_per_layer(const ModelSpec& spec);
+// DeepSeek-V3.2's indexer in one layer (MlaDims::index_n_heads; 0 without one), part of
+// attention_params_per_layer.
+std::int64_t indexer_params_per_layer(const ModelSpec& spec);
 // One multi-token-prediction layer as the published checkpoint stores it (see mtp_layers).
 std::int64_t mtp_params_per_layer(const ModelSpec& spec);
 
