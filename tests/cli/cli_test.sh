@@ -107,6 +107,21 @@ printf 'for s in 1 2; do\n  python3 -m verl.trainer.main_ppo trainer.total_epoch
 expect 0 "check: loop and a source not followed" -- check "$tmp/loop.sh" --model qwen2.5-7b
 stdout_has "read conditionally: \`for s\` at $tmp/loop.sh:1:1: the loop body was read once"
 stdout_has "note: \`source /etc/profile\` at $tmp/loop.sh:4:1 is not followed"
+# model.path naming a directory with a config.json on this machine is read as --model DIR: a Mixtral
+# with a 4096-token sliding window, trained by Megatron through mbridge on 8192-token sequences, is
+# warned about (mbridge builds no window); a broken config.json there is a one-line error, exit 2.
+mkdir -p "$tmp/mixtral-window" "$tmp/broken-model"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["sliding_window"]=4096; json.dump(c, open(sys.argv[2], "w"))' \
+  "$src/profiles/models/mixtral-8x7b/config.json" "$tmp/mixtral-window/config.json"
+echo '{"architectures": 3}' >"$tmp/broken-model/config.json"
+for m in mixtral-window broken-model; do
+  printf 'python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\\n  data.max_prompt_length=4096 data.max_response_length=4096 \\\n  actor_rollout_ref.model.path=%s \\\n  actor_rollout_ref.actor.megatron.expert_model_parallel_size=8\n' "$tmp/$m" >"$tmp/$m.sh"
+done
+expect 1 "check: model.path read as --model DIR (its rollout also does not fit: exit 1)" -- check "$tmp/mixtral-window.sh" --profile a100x8
+stdout_has "model mixtral-window;"
+stdout_has "INVALID_SETTING: 32 layer(s) of mixtral-window attend over a sliding window of 4096 tokens"
+expect 2 "check: a broken config.json at model.path" -- check "$tmp/broken-model.sh"
+one_line_error "broken-model/config.json:1:2: architectures: expected a list of one name"
 printf 'if [ -f x ]; then\n  python3 -m verl.trainer.main_ppo a=1\n' >"$tmp/unclosed.sh"
 expect 2 "check: unclosed if" -- check "$tmp/unclosed.sh"
 one_line_error "unclosed.sh:1:1: \`if\` is never closed with \`fi\`"

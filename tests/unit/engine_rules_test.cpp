@@ -480,6 +480,26 @@ TEST(FamilyRules, VerlsMegatronWorkerBuildsTheFamiliesItsRegistryAndMbridgeName)
   EXPECT_NE(kimi.fix.find("\"model_type\": \"deepseek_v3\""), std::string::npos) << kimi.fix;
 }
 
+// mbridge 10cb17f builds no sliding window but in its Gemma3 layers (a grep for "window" under
+// mbridge/models finds only gemma3 and the Qwen2.5-VL vision tower): a window shorter than the
+// sequence is a warning only then, and only with the vanilla bridge.
+TEST(FamilyRules, MbridgeAttendsFullyOverASlidingWindow) {
+  ModelSpec mixtral = family("MixtralForCausalLM", "mixtral");
+  mixtral.sliding_window = 4096;
+  mixtral.sliding_window_layers = mixtral.num_layers;
+  const std::string why = mbridge_window_ignored(mixtral, true, true, 8192);
+  EXPECT_NE(why.find("window of 4096 tokens"), std::string::npos) << why;
+  EXPECT_NE(why.find("8192-token"), std::string::npos) << why;
+  EXPECT_EQ(mbridge_window_ignored(mixtral, true, true, 4096), "");   // the window holds it
+  EXPECT_EQ(mbridge_window_ignored(mixtral, false, true, 8192), "");  // no mbridge
+  EXPECT_EQ(mbridge_window_ignored(mixtral, true, false, 8192), "");  // Megatron-Bridge
+  ModelSpec gemma = family("Gemma3ForCausalLM", "gemma3");
+  gemma.sliding_window = 1024;
+  gemma.sliding_window_layers = 5;
+  EXPECT_EQ(mbridge_window_ignored(gemma, true, true, 8192), "");
+  EXPECT_EQ(mbridge_window_ignored(family("LlamaForCausalLM", "llama"), true, true, 8192), "");
+}
+
 // vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS, by hand.
 TEST(FamilyRules, VllmRefusesFloat16ForGemmaAndGlm4) {
   for (const char* type : {"gemma2", "gemma3", "gemma3_text", "glm4"}) {

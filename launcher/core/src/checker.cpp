@@ -345,6 +345,19 @@ class RunChecker {
       GRPO_TRY(model_, load_model(provider_, options_.model));
       have_model_ = true;
     } else if (const Override* o = usable(kModelPath)) {
+      // An absolute path that holds a config.json here (the login node often sees the cluster's
+      // file system) is read as `--model DIR` would; one that does not exist falls back to the
+      // spec whose name or Hugging Face id matches its last component.
+      if (const std::string path = string_setting(kModelPath, ""); path.rfind('/', 0) == 0) {
+        auto m = load_model(provider_, path);
+        if (m.ok()) {
+          model_ = std::move(m).value();
+          have_model_ = true;
+          run_.model = model_.name;
+          return ok_status();
+        }
+        if (m.error().kind != ErrorKind::kNotFound) return m.error();
+      }
       const std::string wanted =
           strip_model_suffixes(lower(last_component(string_setting(kModelPath, ""))));
       for (const auto& name : provider_.names(CatalogKind::kModel)) {
@@ -408,13 +421,23 @@ class RunChecker {
   // verl's Megatron worker builds only some families (family_rules.h).
   void check_family() {
     if (!megatron_) return;
-    const FamilySupport f =
-        verl_megatron_supports(model_, bool_setting(A + "actor.megatron.use_mbridge", true),
-                               bool_setting(A + "actor.megatron.vanilla_mbridge", true));
-    if (f.ok) return;
+    const bool mbridge = bool_setting(A + "actor.megatron.use_mbridge", true);
+    const bool vanilla = bool_setting(A + "actor.megatron.vanilla_mbridge", true);
     const Override* o = usable(kStrategy);
-    add(DiagCode::kInvalidSetting, "strategy", f.why, f.fix,
-        o != nullptr ? o->where : command_location());
+    const SourceLocation where = o != nullptr ? o->where : command_location();
+    const FamilySupport f = verl_megatron_supports(model_, mbridge, vanilla);
+    if (!f.ok) {
+      add(DiagCode::kInvalidSetting, "strategy", f.why, f.fix, where);
+      return;
+    }
+    const std::string window =
+        mbridge_window_ignored(model_, mbridge, vanilla, workload_.seq_length());
+    if (!window.empty()) {
+      add(DiagCode::kInvalidSetting, "strategy", window,
+          "keep data.max_prompt_length + data.max_response_length within the window, or use "
+          "verl's FSDP strategy (transformers' attention honours it)",
+          where, Severity::kWarning);
+    }
   }
 
   void build_layout() {

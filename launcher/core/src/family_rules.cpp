@@ -87,4 +87,18 @@ std::string vllm_float16_refusal(const ModelSpec& spec) {
          "vllm/config/model.py _check_valid_dtype)";
 }
 
+std::string mbridge_window_ignored(const ModelSpec& spec, bool use_mbridge, bool vanilla_mbridge,
+                                   std::int64_t seq_len) {
+  if (!use_mbridge || !vanilla_mbridge || spec.sliding_window_layers == 0 ||
+      spec.sliding_window <= 0 || spec.sliding_window >= seq_len || spec.model_type == "gemma3") {
+    return {};
+  }
+  return std::to_string(spec.sliding_window_layers) + " layer(s) of " + spec.name +
+         " attend over a sliding window of " + std::to_string(spec.sliding_window) +
+         " tokens, shorter than the " + std::to_string(seq_len) +
+         "-token sequences, but mbridge builds them with full attention (no window_size in its " +
+         (spec.model_type.empty() ? std::string("model") : spec.model_type) +
+         " bridge): the actor's log-probs of tokens past the window differ from the rollout's";
+}
+
 }  // namespace grpo::core

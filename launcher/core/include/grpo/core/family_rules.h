@@ -25,6 +25,14 @@ struct FamilySupport {
 };
 FamilySupport verl_megatron_supports(const ModelSpec& spec, bool use_mbridge, bool vanilla_mbridge);
 
+// mbridge (10cb17f) passes no sliding window to Megatron except in its Gemma3 layers
+// (mbridge/models/gemma3/transformer_layer.py is_sliding); its llama, mixtral and qwen2 bridges
+// leave TransformerConfig.window_size at None, full attention. With a window shorter than the
+// sequence (`seq_len`, prompt + response) the actor then attends to tokens the rollout (vLLM,
+// which honours the window) never saw: the reason, or empty.
+std::string mbridge_window_ignored(const ModelSpec& spec, bool use_mbridge, bool vanilla_mbridge,
+                                   std::int64_t seq_len);
+
 // vLLM refuses float16 for some families: the reason it gives, or empty (vllm/config/model.py
 // _FLOAT16_NOT_SUPPORTED_MODELS, checked by _check_valid_dtype against config.json's model_type:
 // gemma2, gemma3, gemma3_text, plamo2, glm4, "Numerical instability").
