@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "grpo/core/family_rules.h"
 #include "grpo/core/hf_config.h"
 #include "test_support.h"
 
@@ -155,6 +156,37 @@ TEST(HfConfigFamilies, DeepseekV32Indexer) {
                  6);
   expect_refused(with("\"index_head_dim\": 128", "\"index_head_dim\": 32"),
                  "less than qk_rope_head_dim", 1);
+}
+
+// MiMo-7B-Base (XiaomiMiMo, MiMoForCausalLM; config.json as in ai-dynamo/aiconfigurator's
+// model_configs): Qwen2's decoder, h 4096, 36 layers, 32 heads / 8 KV heads of 128, FFN 11008,
+// V 151680, untied, one MTP layer.
+//   Layer: q 4096 x 4096 = 16,777,216 + k, v 2 x 4096 x 1024 = 8,388,608 + o 16,777,216 + q/k/v
+//     bias 4096 + 2 x 1024 = 6,144 -> 41,949,184; MLP 3 x 4096 x 11008 = 135,266,304; 2 norms
+//     8,192 -> 177,223,680.
+//   Total: 36 x 177,223,680 + 2 x 151680 x 4096 + 4,096 = 7,622,619,136 (MiMo's "7B").
+//   MTP layer (MiMoMTPLayers): a layer 177,223,680 + input_proj 2 x 4096 x 4096 = 33,554,432 +
+//     token_layernorm, hidden_layernorm, final_layernorm 12,288 = 210,790,400; no embeddings of
+//     its own. Stored 7,833,409,536.
+TEST(HfConfigFamilies, MimoIsQwen2WithMtpLayers) {
+  const ModelSpec m = parse(R"({"architectures": ["MiMoForCausalLM"], "model_type": "mimo",
+  "num_hidden_layers": 36, "hidden_size": 4096, "num_attention_heads": 32,
+  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 11008, "vocab_size": 151680,
+  "max_position_embeddings": 32768, "rope_theta": 640000, "rms_norm_eps": 1e-05,
+  "hidden_act": "silu", "attention_bias": true, "sliding_window": 32768, "max_window_layers": 32,
+  "use_sliding_window": false, "num_nextn_predict_layers": 1, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16"})");
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_EQ(m.sliding_window_layers, 0);
+  EXPECT_EQ(m.mtp_layers, 1);
+  EXPECT_EQ(attention_params_per_layer(m), 41'949'184);
+  const ParamCounts c = count_params(m);
+  EXPECT_EQ(c.total(), 36 * 177'223'680LL + 2LL * 151'680 * 4'096 + 4'096);
+  EXPECT_EQ(c.total(), 7'622'619'136LL);
+  EXPECT_EQ(c.mtp, 210'790'400LL);
+  EXPECT_EQ(c.stored(), 7'833'409'536LL);
+  // verl's registry and mbridge both build it (MiMoForCausalLM, @register_model("mimo")).
+  EXPECT_TRUE(verl_megatron_supports(m, true, true).ok);
 }
 
 // DeepSeek-V2-Lite (DeepseekV2ForCausalLM): h 2048, 27 layers (1 dense), 16 heads, q_lora_rank

@@ -49,6 +49,7 @@ constexpr ArchName kArchitectures[] = {
     {"Qwen3VLMoeForConditionalGeneration", Arch::kQwen3VlMoe},
     {"Gemma3ForConditionalGeneration", Arch::kGemma3Vl},
     {"DeepseekV32ForCausalLM", Arch::kDeepseekV32},
+    {"MiMoForCausalLM", Arch::kMimo},
 };
 
 // The vision-language models' text decoders are Qwen2, Qwen3, Qwen3-MoE and Gemma3's
@@ -147,8 +148,8 @@ Status read_sliding_window(const ConfigReader& r, Arch arch, ModelSpec& m) {
       arch == Arch::kOlmo2) {
     return ok_status();
   }
-  const bool qwen = arch == Arch::kQwen2 || arch == Arch::kQwen3 || arch == Arch::kQwen3Moe ||
-                    arch == Arch::kQwen2Moe;
+  const bool qwen = arch == Arch::kQwen2 || arch == Arch::kMimo || arch == Arch::kQwen3 ||
+                    arch == Arch::kQwen3Moe || arch == Arch::kQwen2Moe;
   const bool patterned = arch == Arch::kGemma2 || arch == Arch::kGemma3 || arch == Arch::kGptOss;
   bool use = !qwen;
   if (qwen) GRPO_TRY_STATUS(r.read_bool("use_sliding_window", use, false));
@@ -303,8 +304,8 @@ const Defaults& defaults_of(Arch arch) {
   // Glm4MoeConfig, GptOssConfig, Gemma2Config, Gemma3TextConfig, Phi3Config, OlmoeConfig,
   // Olmo2Config, Qwen2_5_VLTextConfig (= Qwen2VLTextConfig), Qwen3VLTextConfig,
   // Qwen3VLMoeTextConfig (= Qwen3MoeConfig), Gemma3TextConfig again, DeepseekV3Config's for
-  // DeepSeek-V3.2 (its config.json is V3's with the index_* keys). DeepSeek's head_dim is MLA's
-  // qk_nope + qk_rope (read_deepseek).
+  // DeepSeek-V3.2 (its config.json is V3's with the index_* keys), Qwen2Config's for MiMo
+  // (MiMoConfig derives from it). DeepSeek's head_dim is MLA's qk_nope + qk_rope (read_deepseek).
   static const Defaults table[] = {
       {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0, false},
       {4096, 32, 32, 0, 128, 22016, 151936, 32768, 1e-6, 10000.0, false},
@@ -327,6 +328,7 @@ const Defaults& defaults_of(Arch arch) {
       {2048, 24, 32, 4, 0, 6144, 151936, 32768, 1e-6, 10000.0, false},
       {2304, 26, 8, 4, 256, 9216, 262208, 131072, 1e-6, 1e6, true},
       {7168, 61, 128, 128, 0, 18432, 129280, 4096, 1e-6, 10000.0, false},
+      {4096, 32, 32, 0, 0, 22016, 151936, 32768, 1e-6, 10000.0, false},
   };
   static_assert(std::size(table) == std::size(kArchitectures));
   return table[static_cast<int>(arch)];
@@ -376,17 +378,23 @@ Status read_family(const ConfigReader& r, Arch arch, ModelSpec& m) {
     case Arch::kOlmoe:
     case Arch::kOlmo2:
       return hf_detail::read_olmo(r, arch, m);
+    case Arch::kMimo:
+      // MiMo (XiaomiMiMo modeling_mimo.py MiMoForCausalLM): Qwen2's decoder plus
+      // num_nextn_predict_layers MiMoMTPLayers, each a Qwen2 attention and MLP with
+      // token_layernorm, hidden_layernorm, input_proj (2h -> h, no bias) and final_layernorm,
+      // sharing the model's embeddings and head (none stored of its own).
+      return r.read_int("num_nextn_predict_layers", m.mtp_layers, 0, 0, 64);
     default:
       return ok_status();
   }
 }
 
-// Biases and q/k norms per family: Qwen2Attention has q/k/v bias; Qwen3 has q/k RMSNorm and its
-// attention_bias would put a bias on o_proj too (refused: ModelSpec has none there);
-// LlamaAttention's attention_bias (q/k/v/o) and LlamaMLP's mlp_bias likewise; Mistral and
+// Biases and q/k norms per family: Qwen2Attention (MiMo's too) has q/k/v bias; Qwen3 has q/k
+// RMSNorm and its attention_bias would put a bias on o_proj too (refused: ModelSpec has none
+// there); LlamaAttention's attention_bias (q/k/v/o) and LlamaMLP's mlp_bias likewise; Mistral and
 // Mixtral have neither.
 Status read_attention(const ConfigReader& r, Arch arch, ModelSpec& m) {
-  m.qkv_bias = arch == Arch::kQwen2;
+  m.qkv_bias = arch == Arch::kQwen2 || arch == Arch::kMimo;
   m.qk_norm = arch == Arch::kQwen3 || arch == Arch::kQwen3Moe;
   const bool qwen3 = m.qk_norm;
   if (qwen3 || arch == Arch::kLlama) {

@@ -168,6 +168,7 @@ enum class Arch {
   kQwen3VlMoe,
   kGemma3Vl,
   kDeepseekV32,
+  kMimo,
 };
 
 // DeepSeek-V2, V3 and V3.2: MLA on every layer (read_deepseek).
