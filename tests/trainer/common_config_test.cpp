@@ -89,6 +89,16 @@ TEST(Config, CrossFieldAndWorldChecks) {
   EXPECT_TRUE(validate_for_world(c, 2).ok());
   auto st = validate_for_world(c, 4);  // 6 prompts per mini batch cannot split over 4 ranks
   ASSERT_FALSE(st.ok());
+  // With CP=2 the 4 ranks are 2 data-parallel replicas (the CP pair shares its samples, as
+  // dims_from_config's dp = world / (TP x PP x CP)): 6 prompts split.
+  c.context_parallel_size = 2;
+  EXPECT_TRUE(validate_for_world(c, 4).ok());
+  const auto odd = validate_for_world(c, 3);  // CP=2 does not divide 3 ranks: said first
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().str().find("TP x PP x CP (2) does not divide the number of ranks (3)"),
+            std::string::npos)
+      << odd.error().str();
+  c.context_parallel_size = 1;
   c.max_response_length = 2;  // "99+99=" -> "198<eos>" needs 4
   EXPECT_FALSE(validate(c).ok());
 }

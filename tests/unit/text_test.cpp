@@ -19,6 +19,25 @@ TEST(Text, TrimAsciiWhiteSpace) {
   EXPECT_EQ(trim(" \n "), "");
 }
 
+TEST(Text, AsciiLowerLeavesOtherBytes) {
+  EXPECT_EQ(ascii_lower("Qwen3-30B-A3B"), "qwen3-30b-a3b");
+  EXPECT_EQ(ascii_lower("\xc3\x84X"), "\xc3\x84x");  // UTF-8 "Ä" stays as it is
+}
+
+// OmegaConf's BooleanNode, read by hand from omegaconf/nodes.py: ints (as text too) are true
+// unless 0; the words ignore case.
+TEST(Text, BooleansAsOmegaConfReadsThem) {
+  for (const char* t : {"true", "True", "TRUE", "yes", "Y", "on", "1", "2", "-1", "+1"}) {
+    EXPECT_EQ(parse_bool_word(t), std::optional<bool>(true)) << t;
+  }
+  for (const char* f : {"false", "False", "no", "N", "off", "0", "00"}) {
+    EXPECT_EQ(parse_bool_word(f), std::optional<bool>(false)) << f;
+  }
+  for (const char* x : {"", "null", "tru", "1.0", " true", "yes please"}) {
+    EXPECT_EQ(parse_bool_word(x), std::nullopt) << x;
+  }
+}
+
 TEST(Text, FirstInvalidUtf8) {
   // RFC 3629 section 4's table of well-formed byte sequences, by hand.
   constexpr auto kNone = std::string_view::npos;

@@ -689,24 +689,8 @@ Status validate(const TrainerConfig& c) {
 }
 
 Status validate_for_world(const TrainerConfig& c, int world_size) {
-  // Batches split over the data-parallel replicas (the ranks of a TP group and of a pipeline
-  // share theirs).
-  const std::int64_t tp = c.tensor_model_parallel_size * c.pipeline_model_parallel_size;
-  const std::int64_t replicas = std::max<std::int64_t>(1, world_size / tp);
-  auto check = [&](const char* key, std::int64_t v) -> Status {
-    if (v % replicas != 0) {
-      return make_error(
-          ErrorKind::kInvalidValue,
-          std::string(key) + " (" + std::to_string(v) + ") is not divisible by " +
-              (tp > 1 ? "the number of data-parallel replicas (" : "the number of ranks (") +
-              std::to_string(replicas) + "): a group is never split across ranks");
-    }
-    return core::ok_status();
-  };
-  GRPO_TRY_STATUS(check("data.train_batch_size", c.train_batch_size));
-  GRPO_TRY_STATUS(check("actor_rollout_ref.actor.ppo_mini_batch_size", c.ppo_mini_batch_size));
-  GRPO_TRY_STATUS(check("trainer.sft_batch_size", c.sft_batch_size));
-  GRPO_TRY_STATUS(check("data.val_size", c.val_size));
+  // The model-parallel groups first: TP x PP x CP ranks hold one replica of the model, and
+  // ETP x EP x PP ranks one copy of the experts.
   const std::int64_t model_parallel =
       c.tensor_model_parallel_size * c.pipeline_model_parallel_size * c.context_parallel_size;
   const std::int64_t expert_parallel =
@@ -719,7 +703,23 @@ Status validate_for_world(const TrainerConfig& c, int world_size) {
                                                       std::to_string(world_size) + ")");
     }
   }
-  return core::ok_status();
+  // Batches split over the data-parallel replicas (core::ParallelDims::dp, as
+  // dims_from_config: the ranks of a TP group, a pipeline and a CP group share theirs).
+  const std::int64_t replicas = world_size / model_parallel;
+  auto check = [&](const char* key, std::int64_t v) -> Status {
+    if (v % replicas != 0) {
+      return make_error(ErrorKind::kInvalidValue,
+                        std::string(key) + " (" + std::to_string(v) + ") is not divisible by " +
+                            (model_parallel > 1 ? "the number of data-parallel replicas ("
+                                                : "the number of ranks (") +
+                            std::to_string(replicas) + "): a group is never split across ranks");
+    }
+    return core::ok_status();
+  };
+  GRPO_TRY_STATUS(check("data.train_batch_size", c.train_batch_size));
+  GRPO_TRY_STATUS(check("actor_rollout_ref.actor.ppo_mini_batch_size", c.ppo_mini_batch_size));
+  GRPO_TRY_STATUS(check("trainer.sft_batch_size", c.sft_batch_size));
+  return check("data.val_size", c.val_size);
 }
 
 std::string to_toml(const TrainerConfig& cfg) {

@@ -76,11 +76,6 @@ bool is_entry_point(const std::string& word) {
          base.compare(base.size() - 3, 3, ".py") == 0 && word.find("verl") != std::string::npos;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string strip_model_suffixes(std::string s) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -101,13 +96,6 @@ std::string last_component(std::string path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::optional<bool> parse_bool(const std::string& v) {
-  const std::string l = lower(v);
-  if (l == "true" || l == "1") return true;
-  if (l == "false" || l == "0") return false;
-  return std::nullopt;
-}
-
 std::optional<std::int64_t> parse_int(const std::string& v) {
   std::int64_t out = 0;
   const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -115,15 +103,14 @@ std::optional<std::int64_t> parse_int(const std::string& v) {
   return out;
 }
 
+// A Hydra float ("1e-6", "0.5", "+2", "inf"); nullopt when any of `v` is left over.
 std::optional<double> parse_double(const std::string& v) {
-  try {
-    std::size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used != v.size()) return std::nullopt;
-    return d;
-  } catch (...) {
-    return std::nullopt;
-  }
+  const char* from = !v.empty() && v.front() == '+' ? v.data() + 1 : v.data();
+  const char* end = v.data() + v.size();
+  double d = 0;
+  const auto [p, ec] = std::from_chars(from, end, d);
+  if (ec != std::errc{} || p != end) return std::nullopt;
+  return d;
 }
 
 class RunChecker {
@@ -265,7 +252,7 @@ class RunChecker {
 
   std::int64_t int_setting(const std::string& key, std::int64_t fallback, std::int64_t min = 1) {
     const Override* o = usable(key);
-    if (o == nullptr || lower(o->value) == "null" || o->value.empty()) return fallback;
+    if (o == nullptr || ascii_lower(o->value) == "null" || o->value.empty()) return fallback;
     const auto v = parse_int(o->value);
     if (!v || *v < min) {
       add(DiagCode::kInvalidSetting, key,
@@ -279,7 +266,7 @@ class RunChecker {
   bool bool_setting(const std::string& key, bool fallback) {
     const Override* o = usable(key);
     if (o == nullptr || o->value.empty()) return fallback;
-    const auto v = parse_bool(o->value);
+    const auto v = parse_bool_word(o->value);
     if (!v) {
       add(DiagCode::kInvalidSetting, key, key + "=" + o->value + ": expected True or False",
           "use True or False", o->where);
@@ -359,12 +346,12 @@ class RunChecker {
         if (m.error().kind != ErrorKind::kNotFound) return m.error();
       }
       const std::string wanted =
-          strip_model_suffixes(lower(last_component(string_setting(kModelPath, ""))));
+          strip_model_suffixes(ascii_lower(last_component(string_setting(kModelPath, ""))));
       for (const auto& name : provider_.names(CatalogKind::kModel)) {
         auto m = load_model(provider_, name);
         if (!m.ok()) continue;
-        const std::string hf = strip_model_suffixes(lower(last_component(m->hf_id)));
-        if (wanted == lower(name) || (!hf.empty() && wanted == hf)) {
+        const std::string hf = strip_model_suffixes(ascii_lower(last_component(m->hf_id)));
+        if (wanted == ascii_lower(name) || (!hf.empty() && wanted == hf)) {
           model_ = std::move(m).value();
           have_model_ = true;
           break;
@@ -402,7 +389,8 @@ class RunChecker {
     w.entropy_chunking = bool_setting(A + "actor.entropy_from_logits_with_chunking", false);
     w.prefix_grouper = bool_setting(kPrefixGrouper, false);
     w.free_cache_engine = bool_setting(A + "rollout.free_cache_engine", true);
-    w.engine_worker = lower(string_setting("trainer.use_legacy_worker_impl", "auto")) == "disable";
+    w.engine_worker =
+        ascii_lower(string_setting("trainer.use_legacy_worker_impl", "auto")) == "disable";
     w.lora.rank = static_cast<int>(int_setting(A + "model.lora_rank", 0, 0));
     w.lora.alpha = double_setting(A + "model.lora_alpha", 16);
     if (usable(A + "model.target_modules") != nullptr) {
@@ -498,7 +486,7 @@ class RunChecker {
       if (find(kRefPp) != nullptr) l.ref_pp = static_cast<int>(int_setting(kRefPp, l.dims.pp));
       l.vpp = static_cast<int>(int_setting(kVpp, 0));
       l.pipeline_layout = string_setting(kPipelineLayout, "");
-      if (lower(l.pipeline_layout) == "null") l.pipeline_layout.clear();
+      if (ascii_lower(l.pipeline_layout) == "null") l.pipeline_layout.clear();
     } else {
       l.fsdp = true;
       l.offload.params = bool_setting(A + "actor.fsdp_config.param_offload", false);
@@ -516,7 +504,7 @@ class RunChecker {
     l.rollout_dp = static_cast<int>(int_setting(kRolloutDp, 1));
     l.rollout_pp = static_cast<int>(int_setting(kRolloutPp, 1));
     l.rollout_ep = static_cast<int>(int_setting(kRolloutEp, 1));
-    l.vision_data_parallel = lower(string_setting(kMmEncoderTpMode, "weights")) == "data";
+    l.vision_data_parallel = ascii_lower(string_setting(kMmEncoderTpMode, "weights")) == "data";
     if (find(kMicro) != nullptr) {
       l.micro_batch = static_cast<int>(int_setting(kMicro, 1));
       micro_given_ = true;
@@ -636,8 +624,8 @@ class RunChecker {
   void check_data_types() {
     const Override* fp16 = usable(kTc + "fp16");
     const Override* bf16 = usable(kTc + "bf16");
-    const bool is_fp16 = fp16 != nullptr && parse_bool(fp16->value).value_or(false);
-    const bool is_bf16 = bf16 != nullptr && parse_bool(bf16->value).value_or(false);
+    const bool is_fp16 = fp16 != nullptr && parse_bool_word(fp16->value).value_or(false);
+    const bool is_bf16 = bf16 != nullptr && parse_bool_word(bf16->value).value_or(false);
     if (is_fp16 && is_bf16) {
       const Override* later = fp16->where.line > bf16->where.line ? fp16 : bf16;
       add(DiagCode::kDtypeConflict, later->key,
@@ -645,7 +633,7 @@ class RunChecker {
           "enable exactly one of them", later->where);
     }
     if (const Override* pd = usable(kTc + "params_dtype")) {
-      std::string v = lower(pd->value);
+      std::string v = ascii_lower(pd->value);
       v.erase(std::remove(v.begin(), v.end(), '\''), v.end());
       v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
       if (v.rfind("torch.", 0) == 0) v = v.substr(6);
@@ -662,8 +650,8 @@ class RunChecker {
     }
     const Override* scaling = usable(kTc + "apply_query_key_layer_scaling");
     const Override* softmax = usable(kTc + "attention_softmax_in_fp32");
-    const bool softmax_fp32 = softmax == nullptr || parse_bool(softmax->value).value_or(true);
-    if (scaling != nullptr && parse_bool(scaling->value).value_or(false) && !softmax_fp32) {
+    const bool softmax_fp32 = softmax == nullptr || parse_bool_word(softmax->value).value_or(true);
+    if (scaling != nullptr && parse_bool_word(scaling->value).value_or(false) && !softmax_fp32) {
       add(DiagCode::kDtypeConflict, softmax->key,
           "apply_query_key_layer_scaling=True requires attention_softmax_in_fp32=True "
           "(Megatron-Core asserts it)",
@@ -682,7 +670,7 @@ class RunChecker {
           where != nullptr ? where->where : command_location());
     }
     if (const Override* rd = usable(A + "rollout.dtype")) {
-      const std::string v = lower(string_setting(A + "rollout.dtype", ""));
+      const std::string v = ascii_lower(string_setting(A + "rollout.dtype", ""));
       const bool r16 = v == "float16" || v == "fp16" || v == "half";
       const bool rbf = v == "bfloat16" || v == "bf16";
       if (const std::string refused = r16 ? vllm_float16_refusal(model_) : ""; !refused.empty()) {

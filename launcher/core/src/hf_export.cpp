@@ -1,5 +1,6 @@
 #include "grpo/core/hf_export.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/text.h"
 
 #include <cctype>
 #include <cstdio>
@@ -23,12 +24,6 @@ void add_swiglu(std::vector<HfParameter>& out, const std::string& prefix, std::i
   add(out, prefix + "gate_proj.weight", {ffn, hidden});
   add(out, prefix + "up_proj.weight", {ffn, hidden});
   add(out, prefix + "down_proj.weight", {hidden, ffn});
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 }  // namespace
@@ -147,7 +142,7 @@ std::string_view torch_dtype_name(TensorDtype dtype) {
 }
 
 Result<TensorDtype> parse_export_dtype(std::string_view text) {
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   if (t == "bf16" || t == "bfloat16") return TensorDtype::kBF16;
   if (t == "fp16" || t == "float16") return TensorDtype::kF16;
   if (t == "fp32" || t == "float32") return TensorDtype::kF32;
@@ -236,7 +231,7 @@ Result<std::uint64_t> parse_shard_size(std::string_view text) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   if (digits == 0) return bad("is not a size");
-  const std::string unit = lower(text.substr(digits));
+  const std::string unit = ascii_lower(text.substr(digits));
   std::uint64_t mult = 1;
   if (unit.empty()) {
     mult = 1;

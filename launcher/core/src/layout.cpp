@@ -1,4 +1,5 @@
 #include "grpo/core/layout.h"
+#include "grpo/core/text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -26,8 +27,7 @@ Result<int> parse_int(std::string_view key, std::string_view value) {
 }
 
 Result<bool> parse_bool(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "True" || value == "1" || value == "on") return true;
-  if (value == "false" || value == "False" || value == "0" || value == "off") return false;
+  if (const auto b = parse_bool_word(value)) return *b;
   return make_error(ErrorKind::kInvalidValue, "--set " + std::string(key) + "=" +
                                                   std::string(value) + ": expected true or false");
 }

@@ -1,7 +1,7 @@
 // The expansion phase of the shell reader: parameter expansions, word splitting of unquoted
 // expansions (IFS = space, tab, newline), "$@" and "${ARR[@]}", the dirname / pwd command
 // substitution idioms. Every character keeps the place it was written; see shell_eval.h.
-// Arithmetic, patterns and tests are in shell_test.cpp.
+// Arithmetic, patterns and tests are in shell_conditions.cpp.
 #include <algorithm>
 #include <cctype>
 #include <charconv>

@@ -1,10 +1,32 @@
 #include "grpo/core/text.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace grpo::core {
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::optional<bool> parse_bool_word(std::string_view s) {
+  std::int64_t n = 0;
+  const char* end = s.data() + s.size();
+  const char* from = !s.empty() && s.front() == '+' ? s.data() + 1 : s.data();
+  if (const auto [p, ec] = std::from_chars(from, end, n); ec == std::errc{} && p == end) {
+    return n != 0;
+  }
+  const std::string l = ascii_lower(s);
+  if (l == "true" || l == "yes" || l == "y" || l == "on") return true;
+  if (l == "false" || l == "no" || l == "n" || l == "off") return false;
+  return std::nullopt;
+}
 
 std::string_view trim(std::string_view s) {
   constexpr std::string_view kSpace = " \t\r\n\v\f";

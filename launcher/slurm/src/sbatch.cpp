@@ -24,12 +24,6 @@ std::vector<std::string> lines_of(std::string_view text) {
   return out;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 const std::vector<std::string>& overriding_sbatch_variables() {
@@ -85,7 +79,7 @@ bool is_unreachable_message(std::string_view message) {
       "munge",
       "slurm_persist_conn_open",
   };
-  const std::string m = lower(message);
+  const std::string m = core::ascii_lower(message);
   return std::any_of(std::begin(kPatterns), std::end(kPatterns),
                      [&](const char* p) { return m.find(p) != std::string::npos; });
 }

@@ -26,9 +26,7 @@ bool unhealthy_state_word(std::string_view w) {
 }  // namespace
 
 bool unhealthy_node_state(std::string_view state) {
-  std::string s(state);
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string s = core::ascii_lower(state);
   // The suffixes: '*' not responding (unhealthy); '~' '#' '!' '%' '$' '@' '^' '-' power,
   // maintenance, reboot and planning flags (not by themselves).
   bool not_responding = false;

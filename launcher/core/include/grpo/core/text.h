@@ -1,5 +1,6 @@
-// Small text helpers shared by every layer: trimming, did-you-mean suggestions and number
-// formatting. The one home of these helpers: do not write another trim() or split().
+// Small text helpers shared by every layer: trimming, case, booleans, did-you-mean suggestions
+// and number formatting. The one home of these helpers: do not write another trim(), split(),
+// lower() or parse_bool().
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,15 @@ std::string_view trim(std::string_view s);
 // The fields of `s` between `sep` characters, empty ones included ("a,,b" -> a, "", b; "" -> one
 // empty field). The views point into `s`.
 std::vector<std::string_view> split(std::string_view s, char sep);
+
+// `s` with ASCII A-Z lowered (other bytes, UTF-8 included, unchanged).
+std::string ascii_lower(std::string_view s);
+
+// A boolean as OmegaConf reads one into a bool field (omegaconf/nodes.py
+// BooleanNode._validate_and_convert_impl), which is how verl's Hydra overrides and our --set
+// read them: an integer is true unless 0; otherwise, ignoring case, "true" "yes" "y" "on" or
+// "false" "no" "n" "off". Anything else: nullopt.
+std::optional<bool> parse_bool_word(std::string_view s);
 
 // UTF-8 as RFC 3629 and the WHATWG decoder read it (no surrogates, no overlongs, nothing above
 // U+10FFFF). At byte `i` of `s` (i < s.size()): the length (1-4) of the well-formed sequence
