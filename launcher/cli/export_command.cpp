@@ -19,6 +19,7 @@
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/hf_export.h"
+#include "grpo/core/run_dir.h"
 #include "grpo/core/safetensors_header.h"
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"
@@ -49,7 +50,7 @@ core::Result<Source> find_checkpoint(const fs::path& run_dir, std::optional<std:
   if (!fs::is_directory(run_dir, ec)) {
     return make_error(ErrorKind::kNotFound, "run directory not found: " + run_dir.string());
   }
-  const fs::path root = run_dir / "checkpoints";
+  const fs::path root = run_dir / core::run_dir::kCheckpoints;
   if (step) {
     const fs::path dir = root / io::checkpoint_dir_name(*step);
     if (!fs::is_directory(dir, ec)) {
@@ -94,8 +95,8 @@ core::Result<Source> find_checkpoint(const fs::path& run_dir, std::optional<std:
 // The model the run trained: actor_rollout_ref.model.path of the checkpoint's config.toml (what
 // the trainer loaded), else the manifest's metadata.model.
 core::Result<std::string> model_of(const io::VerifiedCheckpoint& ckpt) {
-  const fs::path file = ckpt.dir / "config.toml";
-  if (ckpt.manifest["files"].contains("config.toml")) {
+  const fs::path file = ckpt.dir / core::run_dir::kCheckpointConfig;
+  if (ckpt.manifest["files"].contains(core::run_dir::kCheckpointConfig)) {
     GRPO_TRY(std::string text, io::read_file(file));
     GRPO_TRY(core::TomlValue doc, core::parse_toml(text, file.string()));
     const core::TomlValue* v = &doc;

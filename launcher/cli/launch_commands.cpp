@@ -22,6 +22,7 @@
 #include "grpo/core/job_step.h"
 #include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
+#include "grpo/core/run_dir.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/sbatch_script.h"
 #include "grpo/core/shell_quote.h"
@@ -101,7 +102,7 @@ core::Result<std::string> submit_run_dir(const std::string& run_dir,
   GRPO_TRY_STATUS(io::create_dir_atomic(run_dir, files, executable));
   slurm::PosixProcessRunner runner;
   slurm::SubmitRequest request;
-  request.script = run_dir + "/job.sbatch";
+  request.script = run_dir + "/" + std::string(core::run_dir::kBatchScript);
   request.timeout = std::chrono::seconds(sbatch_timeout_s);
   bool maybe_submitted = false;
   auto submitted = slurm::submit_batch(runner, request, &maybe_submitted);
@@ -122,8 +123,8 @@ core::Result<std::string> submit_run_dir(const std::string& run_dir,
                              {"job_id", submitted->job_id},
                              {"cluster", submitted->cluster},
                              {"submitted_utc", created_utc}};
-  if (auto st =
-          io::write_file_atomic(run_dir + "/job.json", core::json_text(job_json, 2) + "\n", 0600);
+  if (auto st = io::write_file_atomic(run_dir + "/" + std::string(core::run_dir::kJob),
+                                      core::json_text(job_json, 2) + "\n", 0600);
       !st.ok()) {
     print_warning("job " + id + " was submitted but " + st.error().message);
   }
@@ -274,14 +275,17 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
 
 std::map<std::string, std::string> run_dir_files(const Prepared& p) {
   std::map<std::string, std::string> files = {
-      {"plan.json", core::json_text(core::plan_to_json(p.plan), 2) + "\n"},
-      {"rankmap.json", core::json_text(core::rank_map_to_json(p.plan.rank_map), 2) + "\n"},
-      {"env.json", core::json_text(core::env_to_json(p.plan.env, p.plan.rank_map), 2) + "\n"},
-      {"run.json", core::json_text(core::run_spec_to_json(p.run), 2) + "\n"},
-      {"supervisor.json",
+      {std::string(core::run_dir::kPlan), core::json_text(core::plan_to_json(p.plan), 2) + "\n"},
+      {std::string(core::run_dir::kRankMap),
+       core::json_text(core::rank_map_to_json(p.plan.rank_map), 2) + "\n"},
+      {std::string(core::run_dir::kEnv),
+       core::json_text(core::env_to_json(p.plan.env, p.plan.rank_map), 2) + "\n"},
+      {std::string(core::run_dir::kRunSpec),
+       core::json_text(core::run_spec_to_json(p.run), 2) + "\n"},
+      {std::string(core::run_dir::kSupervisor),
        core::json_text(supervise::supervisor_config_to_json(p.supervisor), 2) + "\n"},
   };
-  if (!p.script.empty()) files["job.sbatch"] = p.script;
+  if (!p.script.empty()) files[std::string(core::run_dir::kBatchScript)] = p.script;
   // The ranks' rendezvous secret (0600 like every file here; grpo-trainer reads it from
   // --run-dir; docs/security.md).
   files[io::kRendezvousSecretFile] = io::new_secret() + "\n";
@@ -433,8 +437,8 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
     return kExitOk;
   }
 
-  auto id = submit_run_dir(p.run_dir, run_dir_files(p), {"job.sbatch"}, args.sbatch_timeout_s,
-                           p.run.created_utc);
+  auto id = submit_run_dir(p.run_dir, run_dir_files(p), {std::string(core::run_dir::kBatchScript)},
+                           args.sbatch_timeout_s, p.run.created_utc);
   if (!id.ok()) return fail(id.error());
   std::cout << "Submitted batch job " << *id << ": " << p.plan.model.name << " on "
             << p.plan.cluster.name << ", " << p.run.nodes << " node(s) x " << p.run.ranks_per_node

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/run_dir.h"
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/report/report.h"
@@ -30,7 +31,8 @@ double now_seconds() {
 
 bool is_run_dir(const fs::path& p) {
   std::error_code ec;
-  return fs::is_regular_file(p / "events.jsonl", ec) || fs::is_regular_file(p / "run.json", ec);
+  return fs::is_regular_file(p / core::run_dir::kEvents, ec) ||
+         fs::is_regular_file(p / core::run_dir::kRunSpec, ec);
 }
 
 // A run directory, or a Slurm job id: the job's --output lives in its run directory (libslurm),
@@ -59,7 +61,7 @@ core::Result<fs::path> resolve_run(const std::string& target) {
   const fs::path runs = "runs";
   if (fs::is_directory(runs, ec)) {
     for (const auto& entry : fs::directory_iterator(runs, ec)) {
-      auto text = io::read_file(entry.path() / "job.json", 1u << 20);
+      auto text = io::read_file(entry.path() / core::run_dir::kJob, 1u << 20);
       if (!text.ok()) continue;
       const auto j = nlohmann::json::parse(text.value(), nullptr, false);
       if (j.is_object() && j.value("job_id", 0u) == id.value()) return entry.path();
@@ -71,7 +73,7 @@ core::Result<fs::path> resolve_run(const std::string& target) {
 }
 
 core::Result<supervise::LogContents> load_events(const fs::path& run) {
-  const fs::path log = run / "events.jsonl";
+  const fs::path log = run / core::run_dir::kEvents;
   std::error_code ec;
   if (!fs::exists(log, ec)) return supervise::LogContents{};  // submitted, not started yet
   return supervise::read_event_log(log);
@@ -247,7 +249,7 @@ int cmd_events(const GlobalArgs&, const EventsArgs& args) {
       if (!one.empty()) types.emplace_back(one);
     }
   }
-  const fs::path log = run.value() / "events.jsonl";
+  const fs::path log = run.value() / core::run_dir::kEvents;
   std::size_t offset = 0;
   bool finished = false;
   auto emit = [&](const nlohmann::json& e) {

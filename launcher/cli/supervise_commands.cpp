@@ -17,6 +17,7 @@
 #include "grpo/core/job_step.h"
 #include "grpo/core/json_text.h"
 #include "grpo/core/plan_render.h"
+#include "grpo/core/run_dir.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/text.h"
@@ -97,13 +98,13 @@ core::Result<RunDir> load_run_dir(const std::string& given) {
   RunDir r;
   std::error_code ec;
   r.dir = fs::absolute(given, ec).lexically_normal();
-  GRPO_TRY(const nlohmann::json run_json, read_json(r.dir / "run.json"));
-  GRPO_TRY(r.spec, core::run_spec_from_json(run_json, (r.dir / "run.json").string()));
-  GRPO_TRY(const nlohmann::json env_json, read_json(r.dir / "env.json"));
-  GRPO_TRY(r.env, core::job_env_from_json(env_json, (r.dir / "env.json").string()));
-  GRPO_TRY(const nlohmann::json map_json, read_json(r.dir / "rankmap.json"));
+  GRPO_TRY(const nlohmann::json run_json, read_json(r.dir / core::run_dir::kRunSpec));
+  GRPO_TRY(r.spec, core::run_spec_from_json(run_json, (r.dir / core::run_dir::kRunSpec).string()));
+  GRPO_TRY(const nlohmann::json env_json, read_json(r.dir / core::run_dir::kEnv));
+  GRPO_TRY(r.env, core::job_env_from_json(env_json, (r.dir / core::run_dir::kEnv).string()));
+  GRPO_TRY(const nlohmann::json map_json, read_json(r.dir / core::run_dir::kRankMap));
   GRPO_TRY(const core::RankMapShape shape,
-           core::rank_map_shape_from_json(map_json, (r.dir / "rankmap.json").string()));
+           core::rank_map_shape_from_json(map_json, (r.dir / core::run_dir::kRankMap).string()));
   if (shape.nodes != r.spec.nodes || shape.ranks_per_node != r.spec.ranks_per_node) {
     return make_error(ErrorKind::kInvalidValue, "run.json (" + std::to_string(r.spec.nodes) +
                                                     " x " + std::to_string(r.spec.ranks_per_node) +
@@ -111,10 +112,10 @@ core::Result<RunDir> load_run_dir(const std::string& given) {
                                                     std::to_string(shape.nodes) + " x " +
                                                     std::to_string(shape.ranks_per_node) + ")");
   }
-  if (fs::exists(r.dir / "supervisor.json", ec)) {
-    GRPO_TRY(const nlohmann::json sj, read_json(r.dir / "supervisor.json"));
-    GRPO_TRY(r.config,
-             supervise::supervisor_config_from_json(sj, (r.dir / "supervisor.json").string()));
+  if (fs::exists(r.dir / core::run_dir::kSupervisor, ec)) {
+    GRPO_TRY(const nlohmann::json sj, read_json(r.dir / core::run_dir::kSupervisor));
+    GRPO_TRY(r.config, supervise::supervisor_config_from_json(
+                           sj, (r.dir / core::run_dir::kSupervisor).string()));
   } else {
     // A run directory from before the supervisor: only grpo-trainer's exit codes are known.
     const std::string exe = fs::path(r.spec.trainer_command.front()).filename().string();
@@ -149,7 +150,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   o.model = r.spec.model;
   o.trainer_argv = r.spec.trainer_command;
   for (const auto& [k, v] : r.env) o.env[k] = v;
-  o.env["GRPO_PLAN_FILE"] = (r.dir / "plan.json").string();
+  o.env["GRPO_PLAN_FILE"] = (r.dir / core::run_dir::kPlan).string();
   o.env["GRPO_RUN_DIR"] = r.dir.string();
   o.env["GRPO_RUN_ID"] = r.spec.run_id;
   o.nodes = r.spec.nodes;
@@ -171,10 +172,11 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   // A verl run (submit --engine verl, docs/verl.md): one process per attempt, verl-attempt.sh on
   // this host (the Ray head), which starts Ray on the allocation itself.
   std::optional<supervise::VerlRunInfo> verl;
-  if (std::error_code ec; fs::exists(r.dir / "verl.json", ec)) {
-    auto j = read_json(r.dir / "verl.json");
+  if (std::error_code ec; fs::exists(r.dir / core::run_dir::kVerlInfo, ec)) {
+    auto j = read_json(r.dir / core::run_dir::kVerlInfo);
     if (!j.ok()) return fail(j.error());
-    auto info = supervise::verl_run_info_from_json(j.value(), (r.dir / "verl.json").string());
+    auto info =
+        supervise::verl_run_info_from_json(j.value(), (r.dir / core::run_dir::kVerlInfo).string());
     if (!info.ok()) return fail(info.error());
     verl = info.value();
     o.nodes = 1;
@@ -216,7 +218,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
     if (!info.ok()) return fail(info.error());
     const auto nodes = core::step_nodes(r.spec, slurm::to_allocation(info.value()));
     if (auto st = io::write_file_atomic(
-            r.dir / "allocation.json",
+            r.dir / core::run_dir::kAllocation,
             core::json_text(allocation_json(info.value(), nodes, core::srun_command(r.spec, srun)),
                             2) +
                 "\n",
@@ -389,7 +391,7 @@ int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
   if (auto st = io::create_dir_atomic(p.run_dir, run_dir_files(p)); !st.ok()) {
     auto e = st.error();
     std::error_code ec;
-    if (fs::exists(fs::path(p.run_dir) / "events.jsonl", ec)) {
+    if (fs::exists(fs::path(p.run_dir) / core::run_dir::kEvents, ec)) {
       e.message += "; continue that run with: grpo-launch supervise --run-dir " +
                    core::shell_quote(p.run_dir);
     }

@@ -13,6 +13,7 @@
 #include "grpo/core/catalog.h"
 #include "grpo/core/checker.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/run_dir.h"
 #include "grpo/core/run_spec.h"
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/verl_job.h"
@@ -137,7 +138,7 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                tmpl, view, args.template_file.empty() ? "sbatch.mustache" : args.template_file));
   // verl's checkpoints: trainer.default_local_dir (relative to the job's working directory,
   // which is this one), else <run_dir>/checkpoints.
-  std::string ckpt = p.run_dir + "/checkpoints";
+  std::string ckpt = p.run_dir + "/" + std::string(core::run_dir::kCheckpoints);
   if (!driver.checkpoint_dir.empty()) {
     ckpt = driver.checkpoint_dir.find("${") != std::string::npos
                ? std::string()  // a Hydra interpolation: not known here
@@ -149,7 +150,7 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
   ao.script = args.script;
   ao.nodes = nodes;
   ao.gpus_per_node = run.gpus_per_node;
-  ao.checkpoint_dir = p.run_dir + "/checkpoints";
+  ao.checkpoint_dir = p.run_dir + "/" + std::string(core::run_dir::kCheckpoints);
   GRPO_TRY(const std::string attempt, core::verl_attempt_script(driver, ao));
 
   core::RunSpec& r = p.run;
@@ -160,7 +161,7 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
   r.version = GRPO_VERSION;
   r.nodes = nodes;
   r.ranks_per_node = 1;
-  r.trainer_command = {"/bin/bash", p.run_dir + "/verl-attempt.sh"};
+  r.trainer_command = {"/bin/bash", p.run_dir + "/" + std::string(core::run_dir::kVerlAttempt)};
 
   LaunchArgs external = args;
   external.trainer_cmd = "verl";  // the external-trainer contract
@@ -202,13 +203,15 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                             {"ranks_per_node", 1},
                             {"ranks", ranks}};
   p.files = {
-      {"run.json", core::json_text(core::run_spec_to_json(r), 2) + "\n"},
-      {"env.json", core::json_text(env_json, 2) + "\n"},
-      {"rankmap.json", core::json_text(rankmap, 2) + "\n"},
-      {"supervisor.json", core::json_text(supervise::supervisor_config_to_json(sc), 2) + "\n"},
-      {"verl.json", core::json_text(supervise::verl_run_info_to_json(info), 2) + "\n"},
-      {"verl-attempt.sh", attempt},
-      {"job.sbatch", p.script},
+      {std::string(core::run_dir::kRunSpec), core::json_text(core::run_spec_to_json(r), 2) + "\n"},
+      {std::string(core::run_dir::kEnv), core::json_text(env_json, 2) + "\n"},
+      {std::string(core::run_dir::kRankMap), core::json_text(rankmap, 2) + "\n"},
+      {std::string(core::run_dir::kSupervisor),
+       core::json_text(supervise::supervisor_config_to_json(sc), 2) + "\n"},
+      {std::string(core::run_dir::kVerlInfo),
+       core::json_text(supervise::verl_run_info_to_json(info), 2) + "\n"},
+      {std::string(core::run_dir::kVerlAttempt), attempt},
+      {std::string(core::run_dir::kBatchScript), p.script},
   };
   return p;
 }
@@ -236,11 +239,14 @@ int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
   for (const auto& n : p.notes) std::cerr << "grpo-launch: note: " << n << "\n";
   if (!submit || args.plan.dry_run) {
     std::cout << p.script;
-    if (args.plan.dry_run) std::cout << "\n# verl-attempt.sh\n" << p.files.at("verl-attempt.sh");
+    if (args.plan.dry_run)
+      std::cout << "\n# verl-attempt.sh\n" << p.files.at(std::string(core::run_dir::kVerlAttempt));
     return kExitOk;
   }
-  auto id = submit_run_dir(p.run_dir, p.files, {"job.sbatch", "verl-attempt.sh"},
-                           args.sbatch_timeout_s, p.run.created_utc);
+  auto id = submit_run_dir(
+      p.run_dir, p.files,
+      {std::string(core::run_dir::kBatchScript), std::string(core::run_dir::kVerlAttempt)},
+      args.sbatch_timeout_s, p.run.created_utc);
   if (!id.ok()) return fail(id.error());
   std::cout << "Submitted batch job " << *id << ": verl (" << args.script << "), " << p.run.nodes
             << " node(s), Ray under grpo-launch supervise\n";

@@ -1,5 +1,6 @@
 #include "grpo/trainer/checkpoint_store.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/run_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,7 +77,7 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
                              {"step", w.step_},
                              {"files", w.files_},
                              {"metadata", metadata}};
-  GRPO_TRY_STATUS(io::write_file_synced(w.tmp_dir_ / "manifest.json",
+  GRPO_TRY_STATUS(io::write_file_synced(w.tmp_dir_ / core::run_dir::kManifest,
                                         core::json_text(manifest, 2) + "\n", kFileMode));
   GRPO_TRY_STATUS(io::sync_dir(w.tmp_dir_));
 
@@ -95,7 +96,8 @@ core::Result<fs::path> CheckpointStore::commit(CheckpointWriter&& w, const nlohm
   }
   GRPO_TRY_STATUS(io::sync_dir(root_));
 
-  GRPO_TRY_STATUS(io::write_file_atomic(root_ / "latest", dir_name(w.step_) + "\n", kFileMode));
+  GRPO_TRY_STATUS(
+      io::write_file_atomic(root_ / core::run_dir::kLatest, dir_name(w.step_) + "\n", kFileMode));
 
   auto all = list();
   const auto keep = static_cast<std::size_t>(std::max<std::int64_t>(keep_last, 1));

@@ -1,4 +1,5 @@
 #include "checkpointing.h"
+#include "grpo/core/run_dir.h"
 
 #include <unistd.h>
 
@@ -303,7 +304,7 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   }
   GRPO_TRY_STATUS(w.write_file("rng.safetensors", to_safetensors(c.rng)));
   GRPO_TRY_STATUS(w.write_file("trainer_state.json", core::json_text(c.state, 2) + "\n"));
-  GRPO_TRY_STATUS(w.write_file("config.toml", c.config_toml));
+  GRPO_TRY_STATUS(w.write_file(std::string(core::run_dir::kCheckpointConfig), c.config_toml));
   // The SHA-256 of the copy is the live weights' (full_weights_sha256): same names, same order.
   const std::string sha = tensors_sha256(c.model);
   c.meta["weights_sha256"] = sha;

@@ -1,4 +1,5 @@
 #include "run_loop.h"
+#include "grpo/core/run_dir.h"
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +28,7 @@ TrainingRun::TrainingRun(TrainerConfig cfg, core::ModelSpec spec, std::filesyste
     : run_dir_(std::move(run_dir)),
       boot_(std::move(boot)),
       ctx_(std::move(cfg), std::move(spec), std::move(comm), telemetry, std::move(faults)),
-      checkpoints_(ctx_, run_dir_ / "checkpoints") {
+      checkpoints_(ctx_, run_dir_ / core::run_dir::kCheckpoints) {
   ctx_.before_fatal_fault = [this] { checkpoints_.drain(); };
   ctx_.data = std::move(data);
 }

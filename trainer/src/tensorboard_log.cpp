@@ -1,4 +1,5 @@
 #include "grpo/trainer/tensorboard_log.h"
+#include "grpo/core/run_dir.h"
 
 namespace grpo::trainer {
 namespace {
@@ -58,7 +59,7 @@ std::vector<tensorboard::Scalar> step_scalars(const nlohmann::json& f, std::stri
 core::Result<TensorBoardLog> TensorBoardLog::open(const std::filesystem::path& run_dir,
                                                   std::string task, int world_size) {
   GRPO_TRY(tensorboard::EventFileWriter w,
-           tensorboard::EventFileWriter::create(run_dir / "tensorboard", "trainer"));
+           tensorboard::EventFileWriter::create(run_dir / core::run_dir::kTensorboard, "trainer"));
   return TensorBoardLog(std::move(w), std::move(task), world_size);
 }
 

@@ -3,6 +3,7 @@
 // start event), then the run loop (run_loop.h); every error and exception becomes an exit code
 // and an event here.
 #include "grpo/trainer/trainer.h"
+#include "grpo/core/run_dir.h"
 
 #include <unistd.h>
 
@@ -166,7 +167,7 @@ int run_trainer(const TrainerOptions& options) {
     // Every rank finds and verifies the checkpoint to resume on a thread of its own, while it
     // starts up and the process group forms (Checkpointer::resume takes the result).
     auto checkpoint_pick =
-        look_for_checkpoint(cfg, options.run_dir / "checkpoints", world.global_rank);
+        look_for_checkpoint(cfg, options.run_dir / core::run_dir::kCheckpoints, world.global_rank);
     auto spec = load_spec(options, cfg);
     if (!spec.ok()) return config_error(spec.error());
     if (const std::string why = core::embedded_trainer_unsupported(

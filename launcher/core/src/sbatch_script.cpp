@@ -1,4 +1,5 @@
 #include "grpo/core/sbatch_script.h"
+#include "grpo/core/run_dir.h"
 
 #include <algorithm>
 #include <array>
@@ -220,7 +221,8 @@ Result<SbatchView> make_sbatch_view(const Plan& plan, const SbatchRunOptions& op
   for (const auto* text : {&options.launcher_path, &options.run_id}) {
     if (has_nul(*text)) return make_error(ErrorKind::kInvalidValue, "a path contains a NUL byte");
   }
-  v.env.push_back({"GRPO_PLAN_FILE", shell_quote(options.run_dir + "/plan.json")});
+  v.env.push_back(
+      {"GRPO_PLAN_FILE", shell_quote(options.run_dir + "/" + std::string(run_dir::kPlan))});
   v.env.push_back({"GRPO_RUN_DIR", shell_quote(options.run_dir)});
   v.env.push_back({"GRPO_RUN_ID", shell_quote(options.run_id)});
   v.launcher = shell_quote(options.launcher_path);

@@ -1,5 +1,6 @@
 #include "grpo/io/checkpoint_files.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/run_dir.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -44,9 +45,18 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
   return out;
 }
 
+std::optional<std::pair<std::int64_t, fs::path>> newest_committed_checkpoint(const fs::path& root) {
+  const auto all = list_checkpoints(root);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    std::error_code ec;
+    if (fs::is_regular_file(it->second / core::run_dir::kManifest, ec)) return *it;
+  }
+  return std::nullopt;
+}
+
 std::vector<fs::path> checkpoint_candidates(const fs::path& root) {
   std::vector<fs::path> candidates;
-  if (auto latest = read_file(root / "latest", 4096); latest.ok()) {
+  if (auto latest = read_file(root / core::run_dir::kLatest, 4096); latest.ok()) {
     std::string name = *latest;
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
     if (checkpoint_step(name)) candidates.push_back(root / name);
@@ -67,7 +77,7 @@ std::string_view VerifiedCheckpoint::bytes(std::string_view name) const {
 }
 
 core::Result<VerifiedCheckpoint> verify_checkpoint(const fs::path& dir, KeepMapped keep) {
-  auto text = read_file(dir / "manifest.json", std::numeric_limits<std::size_t>::max());
+  auto text = read_file(dir / core::run_dir::kManifest, std::numeric_limits<std::size_t>::max());
   if (!text.ok()) return make_error(ErrorKind::kNotFound, "no manifest.json");
   nlohmann::json manifest;
   try {

@@ -1,5 +1,7 @@
 #include "grpo/supervise/node_health.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/run_dir.h"
+#include "grpo/io/checkpoint_files.h"
 #include "grpo/io/files.h"
 
 #include <sys/statvfs.h>
@@ -117,18 +119,10 @@ std::vector<HealthFinding> check_node(const std::string& node, const HealthSpec&
 }
 
 std::uint64_t newest_checkpoint_bytes(const fs::path& run_dir) {
+  const auto committed = io::newest_committed_checkpoint(run_dir / core::run_dir::kCheckpoints);
+  if (!committed) return 0;
+  const fs::path& newest = committed->second;
   std::error_code ec;
-  fs::path newest;
-  for (fs::directory_iterator it(run_dir / "checkpoints", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code e2;
-    if (name.rfind("step_", 0) != 0 || !fs::is_regular_file(it->path() / "manifest.json", e2)) {
-      continue;
-    }
-    if (newest.empty() || name > newest.filename().string()) newest = it->path();
-  }
-  if (newest.empty()) return 0;
   std::uint64_t bytes = 0;
   for (fs::recursive_directory_iterator it(newest, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code e2;

@@ -1,4 +1,5 @@
 #include "grpo/supervise/srun_runner.h"
+#include "grpo/core/run_dir.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -55,7 +56,7 @@ core::Status SrunRunner::start(const AttemptSpec& spec) {
   core::Allocation alloc;
   alloc.nodes = o_.allocation_nodes;
   nodes_ = core::step_nodes(run, alloc);
-  srun_log_ = open_log(log_dir_ / "srun.log");
+  srun_log_ = open_log(log_dir_ / core::run_dir::kSrunLog);
   write_line(
       srun_log_, "# " + [&] {
         std::string s;

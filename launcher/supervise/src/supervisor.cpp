@@ -2,6 +2,8 @@
 // attempts' specs and the run loop. Watching one attempt: supervisor_watch.cpp; supervisor.json:
 // supervisor_config.cpp; the attempt's state: supervisor_attempt.h.
 #include "grpo/supervise/supervisor.h"
+#include "grpo/core/run_dir.h"
+#include "grpo/io/checkpoint_files.h"
 
 #include <spdlog/spdlog.h>
 
@@ -31,27 +33,8 @@ using core::make_error;
 using nlohmann::json;
 
 std::int64_t newest_checkpoint_on_disk(const fs::path& run_dir) {
-  std::int64_t newest = -1;
-  std::error_code ec;
-  for (fs::directory_iterator it(run_dir / "checkpoints", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("step_", 0) != 0 || name.size() < 6) continue;
-    std::int64_t step = 0;
-    bool digits = true;
-    for (std::size_t i = 5; i < name.size(); ++i) {
-      if (name[i] < '0' || name[i] > '9') {
-        digits = false;
-        break;
-      }
-      step = step * 10 + (name[i] - '0');
-    }
-    std::error_code e2;
-    if (digits && fs::is_regular_file(it->path() / "manifest.json", e2)) {
-      newest = std::max(newest, step);
-    }
-  }
-  return newest;
+  const auto newest = io::newest_committed_checkpoint(run_dir / core::run_dir::kCheckpoints);
+  return newest ? newest->first : -1;
 }
 
 // --- the loop -------------------------------------------------------------------------------
@@ -115,7 +98,7 @@ core::Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opt
                                                            SupervisorDeps deps) {
   std::error_code ec;
   fs::create_directories(options.run_dir, ec);
-  const fs::path log = options.run_dir / "events.jsonl";
+  const fs::path log = options.run_dir / core::run_dir::kEvents;
   std::vector<json> events;
   if (fs::exists(log, ec)) {
     GRPO_TRY(LogContents contents, read_event_log(log));
@@ -291,7 +274,7 @@ AttemptSpec Supervisor::make_spec(int attempt, int nodes, std::int64_t /*resume_
   spec.nodes = nodes;
   spec.ranks_per_node = o_.ranks_per_node;
   spec.exclude = excluded_;
-  spec.log_dir = o_.run_dir / "logs" / ("attempt-" + std::to_string(attempt));
+  spec.log_dir = o_.run_dir / core::run_dir::kLogs / core::run_dir::attempt_log_dir(attempt);
   return spec;
 }
 

@@ -5,6 +5,7 @@
 // `hf_export_failed` event and exit 86. Part of supervisor.cpp's class, kept apart for size.
 #include <spdlog/spdlog.h>
 
+#include "grpo/core/run_dir.h"
 #include "grpo/supervise/supervisor.h"
 
 namespace grpo::supervise {
@@ -14,7 +15,7 @@ using nlohmann::json;
 core::Result<int> Supervisor::finish_succeeded() {
   int code = kExitSucceeded;
   if (o_.config.export_hf) {
-    const std::filesystem::path out = o_.run_dir / "hf";
+    const std::filesystem::path out = o_.run_dir / core::run_dir::kHfExport;
     const double t0 = d_.clock.now();
     core::Result<std::int64_t> step =
         o_.export_hf ? o_.export_hf(o_.run_dir, out)

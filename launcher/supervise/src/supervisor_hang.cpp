@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "grpo/core/run_dir.h"
 #include "grpo/io/files.h"
 #include "grpo/slurm/process_runner.h"
 #include "grpo/supervise/child_process.h"
@@ -95,7 +96,7 @@ core::Status Supervisor::record_hang_report(StackRequest& req, int attempt, cons
   fields["silent_ranks"] = hang.ranks;
   fields["waited_s"] = d_.clock.now() - req.asked_at;
   if (!req.received.empty()) {
-    const auto file = spec.log_dir / "stacks.txt";
+    const auto file = spec.log_dir / core::run_dir::kStacks;
     auto st = make_log_dir(spec.log_dir);
     if (st.ok()) st = io::write_file_atomic(file, format_stacks(req.received), 0600);
     if (st.ok()) {

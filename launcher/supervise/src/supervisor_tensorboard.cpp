@@ -1,4 +1,5 @@
 #include "grpo/supervise/supervisor_tensorboard.h"
+#include "grpo/core/run_dir.h"
 
 #include <spdlog/spdlog.h>
 
@@ -32,7 +33,7 @@ std::vector<tensorboard::Scalar> supervisor_scalars(const RunSummary& s) {
 }
 
 SupervisorTensorBoard::SupervisorTensorBoard(std::filesystem::path run_dir, bool enabled)
-    : dir_(std::move(run_dir) / "tensorboard"), enabled_(enabled) {}
+    : dir_(std::move(run_dir) / core::run_dir::kTensorboard), enabled_(enabled) {}
 
 void SupervisorTensorBoard::observe(std::string_view type, const RunSummary& summary) {
   if (failed_) return;

@@ -33,6 +33,11 @@ std::optional<std::int64_t> checkpoint_step(std::string_view dir_name);
 std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
     const std::filesystem::path& root);
 
+// The newest of them that holds its manifest.json (committed, not verified): its step and
+// folder, or nullopt when there is none. The supervisor's progress and health checks read it.
+std::optional<std::pair<std::int64_t, std::filesystem::path>> newest_committed_checkpoint(
+    const std::filesystem::path& root);
+
 // The order in which to try them for "the newest good one": the directory `latest` names first
 // (a hint), then every step_* directory from the highest step down, each once.
 std::vector<std::filesystem::path> checkpoint_candidates(const std::filesystem::path& root);
