@@ -12,6 +12,7 @@
 
 #include "full_model.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/telemetry_events.h"
 #include "grpo/io/files.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/sha256.h"
@@ -76,7 +77,9 @@ core::Status Checkpointer::resume(TrainState& st) {
   const double wait_s = seconds_since(t_begin);
   for (const auto& s : pick.skipped) {
     spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
-    if (rank == 0) ctx_.tel.emit("checkpoint_skipped", {{"path", s.path}, {"reason", s.reason}});
+    if (rank == 0)
+      ctx_.tel.emit(core::telemetry::event::kCheckpointSkipped,
+                    {{"path", s.path}, {"reason", s.reason}});
   }
   const auto [found_step, found_id] = identity(pick.found);
   at::Tensor agree =
@@ -210,18 +213,18 @@ core::Status Checkpointer::resume(TrainState& st) {
   const double secs = seconds_since(t_begin);
   spdlog::info("resumed from {} at step {} ({:.3f} s: look {:.3f} s, waited {:.3f} s, {} {:.3f} s)",
                found_path, st.step, secs, pick.seconds, wait_s, own ? "read" : "broadcast", read_s);
-  ctx_.tel.emit("checkpoint_loaded", {{"step", st.step},
-                                      {"path", found_path},
-                                      {"seconds", secs},
-                                      {"source", own ? "own" : "rank0"},
-                                      {"look_s", pick.seconds},
-                                      {"wait_s", wait_s},
-                                      {"read_s", read_s},
-                                      {"saved_world_size", saved_world},
-                                      {"saved_layout", saved_layout},
-                                      {"layout", ctx_.par.describe()},
-                                      {"resharded", resharded},
-                                      {"weights_sha256", loaded_sha}});
+  ctx_.tel.emit(core::telemetry::event::kCheckpointLoaded, {{"step", st.step},
+                                                            {"path", found_path},
+                                                            {"seconds", secs},
+                                                            {"source", own ? "own" : "rank0"},
+                                                            {"look_s", pick.seconds},
+                                                            {"wait_s", wait_s},
+                                                            {"read_s", read_s},
+                                                            {"saved_world_size", saved_world},
+                                                            {"saved_layout", saved_layout},
+                                                            {"layout", ctx_.par.describe()},
+                                                            {"resharded", resharded},
+                                                            {"weights_sha256", loaded_sha}});
   return core::ok_status();
 }
 
@@ -290,7 +293,7 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   GRPO_TRY(CheckpointWriter w, store_.begin(s));
   const std::string model_bytes = to_safetensors(c.model);
   if (c.torn) {
-    ctx_.tel.emit("fault_injected",
+    ctx_.tel.emit(core::telemetry::event::kFaultInjected,
                   {{"fault", c.torn->text}, {"step", s}, {"phase", "checkpoint"}});
     (void)io::write_file_synced(w.dir() / "model.safetensors",
                                 std::string_view(model_bytes).substr(0, model_bytes.size() / 2));
@@ -310,7 +313,7 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   c.meta["weights_sha256"] = sha;
   GRPO_TRY(fs::path final_dir, store_.commit(std::move(w), c.meta, c.keep_last));
   if (c.corrupt) {
-    ctx_.tel.emit("fault_injected",
+    ctx_.tel.emit(core::telemetry::event::kFaultInjected,
                   {{"fault", c.corrupt->text}, {"step", s}, {"phase", "checkpoint"}});
     // Flip bytes in the middle of the committed model file: the manifest no longer matches.
     auto data = store_.read(final_dir, "model.safetensors");
@@ -329,15 +332,15 @@ core::Result<fs::path> Checkpointer::write_files(StagedCheckpoint& c) {
   spdlog::info("checkpoint {} saved ({} bytes, {:.3f} s, training stopped {:.3f} s, {}{})",
                final_dir.string(), bytes, secs, c.blocking_s, c.reason,
                c.async ? ", written in the background" : "");
-  ctx_.tel.emit("checkpoint_saved", {{"step", s},
-                                     {"path", final_dir.string()},
-                                     {"bytes", bytes},
-                                     {"seconds", secs},
-                                     {"blocking_s", c.blocking_s},
-                                     {"write_s", c.write_s},
-                                     {"async", c.async},
-                                     {"reason", c.reason},
-                                     {"weights_sha256", sha}});
+  ctx_.tel.emit(core::telemetry::event::kCheckpointSaved, {{"step", s},
+                                                           {"path", final_dir.string()},
+                                                           {"bytes", bytes},
+                                                           {"seconds", secs},
+                                                           {"blocking_s", c.blocking_s},
+                                                           {"write_s", c.write_s},
+                                                           {"async", c.async},
+                                                           {"reason", c.reason},
+                                                           {"weights_sha256", sha}});
   return final_dir;
 }
 

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "grpo/core/telemetry_events.h"
 #include "step_phases.h"
 
 namespace grpo::trainer {
@@ -36,16 +37,17 @@ json expert_load_events(RunContext& ctx, std::int64_t s, std::vector<ExpertLoad>
     layers.push_back({{"layer", l.layer}, {"imbalance", ratio}});
     if (ctx.rank == 0) {
       ctx.tel.emit(
-          "expert_load",
+          core::telemetry::event::kExpertLoad,
           {{"step", s}, {"layer", l.layer}, {"tokens_per_expert", counts}, {"imbalance", ratio}});
       if (ratio > cfg.expert_imbalance_threshold) {
         const auto hot = std::max_element(counts.begin(), counts.end()) - counts.begin();
-        ctx.tel.emit("EXPERT_IMBALANCE", {{"step", s},
-                                          {"layer", l.layer},
-                                          {"imbalance", ratio},
-                                          {"threshold", cfg.expert_imbalance_threshold},
-                                          {"expert", hot},
-                                          {"tokens", mx}});
+        ctx.tel.emit(core::telemetry::event::kExpertImbalance,
+                     {{"step", s},
+                      {"layer", l.layer},
+                      {"imbalance", ratio},
+                      {"threshold", cfg.expert_imbalance_threshold},
+                      {"expert", hot},
+                      {"tokens", mx}});
         spdlog::warn("EXPERT_IMBALANCE at step {} layer {}: max/mean {:.2f} > {:.2f} (expert {})",
                      s, l.layer, ratio, cfg.expert_imbalance_threshold, hot);
       }
@@ -76,7 +78,8 @@ core::Status start_grpo(RunContext& ctx, TrainState& st) {
   spdlog::info("GRPO starts at step {} (reference policy frozen, optimizer reset)", st.step);
   if (ctx.cfg.val_before_train) {
     GRPO_TRY(double val, validation_phase(ctx, st, st.step));
-    ctx.tel.emit("validation", {{"step", st.step}, {"val_reward", val}, {"when", "grpo_start"}});
+    ctx.tel.emit(core::telemetry::event::kValidation,
+                 {{"step", st.step}, {"val_reward", val}, {"when", "grpo_start"}});
     spdlog::info("validation at GRPO start (step {}): val_reward {:.4f}", st.step, val);
   }
   return core::ok_status();

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "grpo/core/telemetry_events.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/stack_report.h"
 
@@ -66,7 +67,8 @@ void RunContext::fire_step_faults(std::int64_t s, const std::string& name, QwenM
   if (faults.empty()) return;
   if (before_fatal_fault && faults.ends_process_at(s, name)) before_fatal_fault();
   auto announce = [&](const Fault& f) {
-    tel.emit("fault_injected", {{"fault", f.text}, {"step", s}, {"phase", name}});
+    tel.emit(core::telemetry::event::kFaultInjected,
+             {{"fault", f.text}, {"step", s}, {"phase", name}});
     spdlog::warn("fault injection: {} at step {} ({})", f.text, s, name);
   };
   if (auto f = faults.take(FaultKind::kCrash, s, name)) {

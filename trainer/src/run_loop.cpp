@@ -13,6 +13,7 @@
 #include "full_model.h"
 #include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/plan_render.h"
+#include "grpo/core/telemetry_events.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/system_info.h"
 #include "run_control.h"
@@ -78,17 +79,17 @@ core::Status TrainingRun::choose_save_interval(std::int64_t s, double cost_s, bo
     next[0] = s + v.steps;
     spdlog::info("next checkpoint at step {} (every {} step(s): {}; MTBF {:.0f} s, {})",
                  s + v.steps, v.steps, v.why, mtbf.seconds, mtbf.source);
-    ctx_.tel.emit("save_interval", {{"step", s},
-                                    {"cost_s", cost_s},
-                                    {"cost", full_cost ? "full" : "blocking"},
-                                    {"mtbf_s", mtbf.seconds},
-                                    {"mtbf_source", mtbf.source},
-                                    {"failures", mtbf.failures},
-                                    {"step_s", step_s},
-                                    {"interval_s", v.seconds},
-                                    {"interval_steps", v.steps},
-                                    {"next_save_step", s + v.steps},
-                                    {"why", v.why}});
+    ctx_.tel.emit(core::telemetry::event::kSaveInterval, {{"step", s},
+                                                          {"cost_s", cost_s},
+                                                          {"cost", full_cost ? "full" : "blocking"},
+                                                          {"mtbf_s", mtbf.seconds},
+                                                          {"mtbf_source", mtbf.source},
+                                                          {"failures", mtbf.failures},
+                                                          {"step_s", step_s},
+                                                          {"interval_s", v.seconds},
+                                                          {"interval_steps", v.steps},
+                                                          {"next_save_step", s + v.steps},
+                                                          {"why", v.why}});
   }
   GRPO_TRY_STATUS(ctx_.comm->broadcast(next, 0));
   next_auto_save_ = next.item<std::int64_t>();
@@ -150,7 +151,9 @@ core::Status TrainingRun::start_tensorboard() {
 
 int TrainingRun::fail(const core::Error& e) {
   const int code = exit_code_for(e);
-  const char* name = code == kExitComm ? "COMM_ERROR" : code == kExitIo ? "IO_ERROR" : "ERROR";
+  const char* name = code == kExitComm ? core::telemetry::event::kCommError
+                     : code == kExitIo ? core::telemetry::event::kIoError
+                                       : core::telemetry::event::kInternalError;
   spdlog::error("step {} ({}): {}", state_.step + 1, ctx_.phase, e.message);
   ctx_.tel.emit(name, {{"step", state_.step + 1},
                        {"phase", ctx_.phase},
@@ -161,7 +164,7 @@ int TrainingRun::fail(const core::Error& e) {
 }
 
 void TrainingRun::report_step(std::int64_t s, bool sft, const StepMetrics& m) {
-  ctx_.tel.emit("step", m.fields);
+  ctx_.tel.emit(core::telemetry::event::kStep, m.fields);
   if (ctx_.rank != 0) return;
   const std::int64_t total = ctx_.cfg.total_steps();
   const std::string val =
@@ -221,7 +224,7 @@ void TrainingRun::emit_layout() {
   // weights (kept)"): the other stages' layers under PP and the whole-model copy.
   fields["rollout_kept_bytes"] = bytes_of(state_.model->named_params()) - param_bytes +
                                  (state_.rollout ? bytes_of(state_.rollout->named_params()) : 0);
-  ctx_.tel.emit("layout", fields);
+  ctx_.tel.emit(core::telemetry::event::kLayout, fields);
 }
 
 int TrainingRun::run() {
@@ -246,17 +249,18 @@ int TrainingRun::run() {
   if (core::Status st = start_tensorboard(); !st.ok()) return fail(st.error());
   if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
     spdlog::error("resume failed: {}", st.error().message);
-    ctx_.tel.emit(
-        "error",
-        {{"code", st.error().kind == ErrorKind::kUnavailable ? "COMM_ERROR" : "CHECKPOINT_ERROR"},
-         {"message", st.error().message}});
+    ctx_.tel.emit(core::telemetry::event::kError,
+                  {{"code", st.error().kind == ErrorKind::kUnavailable
+                                ? core::telemetry::error_code::kComm
+                                : core::telemetry::error_code::kCheckpoint},
+                   {"message", st.error().message}});
     return exit_code_for(st.error());
   }
 
   const std::int64_t total = cfg.total_steps();
   const bool auto_freq = cfg.save_freq == kSaveFreqAuto;
   if (auto_freq && ctx_.rank == 0 && state_.step < total) {
-    ctx_.tel.emit("save_interval",
+    ctx_.tel.emit(core::telemetry::event::kSaveInterval,
                   {{"step", state_.step},
                    {"interval_steps", 1},
                    {"next_save_step", state_.step + 1},
@@ -346,7 +350,7 @@ int TrainingRun::run() {
     if (want_stop && s < total) {
       acknowledge_stop_request(run_dir_, ctx_.rank);
       spdlog::warn("stopping at step {} on request (checkpoint written)", s);
-      ctx_.tel.emit("stopped", {{"step", s}, {"exit_code", kExitStopped}});
+      ctx_.tel.emit(core::telemetry::event::kStopped, {{"step", s}, {"exit_code", kExitStopped}});
       return kExitStopped;
     }
   }
@@ -356,7 +360,8 @@ int TrainingRun::run() {
   if (!final_sha.ok()) return fail(final_sha.error());
   const std::string& sha = *final_sha;
   spdlog::info("training done at step {}; weights sha256 {}", state_.step, sha);
-  ctx_.tel.emit("done", {{"step", state_.step}, {"weights_sha256", sha}, {"exit_code", kExitOk}});
+  ctx_.tel.emit(core::telemetry::event::kDone,
+                {{"step", state_.step}, {"weights_sha256", sha}, {"exit_code", kExitOk}});
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "grpo/core/telemetry_events.h"
 #include "grpo/trainer/telemetry.h"
 
 namespace grpo::trainer {
@@ -365,7 +366,9 @@ void StackReporter::serve() {
     if (quit) return;
     if (!request) continue;
     // Telemetry's envelope (docs/telemetry.md); the whole line in one fwrite.
-    json ev = {{"schema", kTelemetrySchemaVersion}, {"type", "stack"}, {"time", unix_time_now()}};
+    json ev = {{"schema", kTelemetrySchemaVersion},
+               {"type", core::telemetry::event::kStack},
+               {"time", unix_time_now()}};
     {
       Context& c = context();
       std::lock_guard lock(c.mu);

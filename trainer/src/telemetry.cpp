@@ -1,5 +1,6 @@
 #include "grpo/trainer/telemetry.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/telemetry_events.h"
 
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ void Telemetry::heartbeat(std::int64_t step, std::string_view phase, const nlohm
   if (extra.is_object()) {
     for (const auto& [k, v] : extra.items()) f[k] = v;
   }
-  emit("heartbeat", f);
+  emit(core::telemetry::event::kHeartbeat, f);
   std::lock_guard lock(mu_);
   last_beat_ = std::chrono::steady_clock::now();
 }

@@ -1,5 +1,6 @@
 #include "grpo/trainer/tensorboard_log.h"
 #include "grpo/core/run_dir.h"
+#include "grpo/core/telemetry_events.h"
 
 namespace grpo::trainer {
 namespace {
@@ -67,11 +68,12 @@ core::Status TensorBoardLog::observe(std::string_view type, const nlohmann::json
   if (!fields.is_object()) return core::ok_status();
   const auto step = fields.find("step");
   if (step == fields.end() || !step->is_number_integer()) return core::ok_status();
-  if (type == "step") {
+  if (type == core::telemetry::event::kStep) {
     return writer_.write_scalars(step->get<std::int64_t>(),
                                  step_scalars(fields, task_, world_size_));
   }
-  if (type == "validation" && fields.contains("val_reward") && fields["val_reward"].is_number()) {
+  if (type == core::telemetry::event::kValidation && fields.contains("val_reward") &&
+      fields["val_reward"].is_number()) {
     return writer_.write_scalars(step->get<std::int64_t>(),
                                  {{validation_tag(task_), fields["val_reward"].get<double>()}});
   }

@@ -18,6 +18,7 @@
 
 #include "grpo/bootstrap/bootstrap.h"
 #include "grpo/core/catalog.h"
+#include "grpo/core/telemetry_events.h"
 #include "grpo/core/trainer_args.h"
 #include "grpo/io/files.h"
 #include "grpo/trainer/communicator.h"
@@ -126,7 +127,8 @@ int run_trainer(const TrainerOptions& options) {
     if (!boot.ok()) {
       setup_logging(options.log_level, 0);
       spdlog::error("bootstrap: {}", boot.error().str());
-      tel.emit("error", {{"code", "BOOTSTRAP_ERROR"}, {"message", boot.error().str()}});
+      tel.emit(core::telemetry::event::kError, {{"code", core::telemetry::error_code::kBootstrap},
+                                                {"message", boot.error().str()}});
       return boot.error().kind == ErrorKind::kUnavailable ? kExitComm : kExitUsage;
     }
     const bootstrap::WorldInfo world = (*boot)->world();
@@ -140,7 +142,8 @@ int run_trainer(const TrainerOptions& options) {
     TrainerConfig cfg;
     auto config_error = [&](const core::Error& e) {
       spdlog::error("config: {}", e.str());
-      tel.emit("error", {{"code", "CONFIG_ERROR"}, {"message", e.str()}});
+      tel.emit(core::telemetry::event::kError,
+               {{"code", core::telemetry::error_code::kConfig}, {"message", e.str()}});
       return kExitUsage;
     };
     if (!options.config_file.empty()) {
@@ -202,7 +205,8 @@ int run_trainer(const TrainerOptions& options) {
     fs::create_directories(options.run_dir / "control", ec);
     if (ec) {
       spdlog::error("cannot create run directory {}: {}", options.run_dir.string(), ec.message());
-      tel.emit("error", {{"code", "IO_ERROR"}, {"message", ec.message()}});
+      tel.emit(core::telemetry::event::kError,
+               {{"code", core::telemetry::error_code::kIo}, {"message", ec.message()}});
       return kExitIo;
     }
     const int threads = cfg.threads > 0
@@ -236,7 +240,8 @@ int run_trainer(const TrainerOptions& options) {
         co.secret = std::move(secret).value();
       } else if (secret.error().kind != core::ErrorKind::kNotFound) {
         spdlog::error("{}", secret.error().message);
-        tel.emit("error", {{"code", "CONFIG_ERROR"}, {"message", secret.error().message}});
+        tel.emit(core::telemetry::event::kError, {{"code", core::telemetry::error_code::kConfig},
+                                                  {"message", secret.error().message}});
         return kExitUsage;
       } else if (world.global_rank == 0) {
         spdlog::warn(
@@ -249,7 +254,7 @@ int run_trainer(const TrainerOptions& options) {
       if (!made.ok()) {
         spdlog::error("{}", made.error().message);
         tel.emit(
-            "COMM_ERROR",
+            core::telemetry::event::kCommError,
             {{"phase", "rendezvous"}, {"message", made.error().message}, {"exit_code", kExitComm}});
         return kExitComm;
       }
@@ -258,23 +263,23 @@ int run_trainer(const TrainerOptions& options) {
     const double comm_s = seconds_since(comm_t0);
     const std::int64_t params = core::count_params(*spec).total();
     tel.set_heartbeat_interval(cfg.heartbeat_interval_s);
-    tel.emit("start", {{"version", std::string(version())},
-                       {"torch_version", compat::torch_version()},
-                       {"model", spec->name},
-                       {"params", params},
-                       {"threads", at::get_num_threads()},
-                       {"blas", blas.vendor},
-                       {"blas_library", blas.library},
-                       {"backend", comm->backend()},
-                       {"device", cfg.device},
-                       {"rendezvous_s", comm_s},
-                       {"local_rank", world.local_rank},
-                       {"bootstrap", bootstrap::to_string(world.source)},
-                       {"run_dir", options.run_dir.string()},
-                       {"total_steps", cfg.total_steps()},
-                       {"sft_warmup_steps", cfg.sft_warmup_steps},
-                       {"kernels", cfg.kernels},
-                       {"faults", options.faults}});
+    tel.emit(core::telemetry::event::kStart, {{"version", std::string(version())},
+                                              {"torch_version", compat::torch_version()},
+                                              {"model", spec->name},
+                                              {"params", params},
+                                              {"threads", at::get_num_threads()},
+                                              {"blas", blas.vendor},
+                                              {"blas_library", blas.library},
+                                              {"backend", comm->backend()},
+                                              {"device", cfg.device},
+                                              {"rendezvous_s", comm_s},
+                                              {"local_rank", world.local_rank},
+                                              {"bootstrap", bootstrap::to_string(world.source)},
+                                              {"run_dir", options.run_dir.string()},
+                                              {"total_steps", cfg.total_steps()},
+                                              {"sft_warmup_steps", cfg.sft_warmup_steps},
+                                              {"kernels", cfg.kernels},
+                                              {"faults", options.faults}});
     spdlog::info("model {} ({} parameters), task {}, {} SFT + {} GRPO steps, run dir {}",
                  spec->name, params, (*data)->describe(), cfg.sft_warmup_steps,
                  cfg.total_training_steps, options.run_dir.string());
@@ -291,19 +296,19 @@ int run_trainer(const TrainerOptions& options) {
   } catch (const CollectiveError& e) {
     const std::string phase = trainer ? trainer->phase() : "setup";
     spdlog::error("step {} ({}): {}", trainer ? trainer->current_step() : 0, phase, e.what());
-    tel.emit("COMM_ERROR", {{"step", trainer ? trainer->current_step() : 0},
-                            {"phase", phase},
-                            {"message", e.what()},
-                            {"exit_code", kExitComm}});
+    tel.emit(core::telemetry::event::kCommError, {{"step", trainer ? trainer->current_step() : 0},
+                                                  {"phase", phase},
+                                                  {"message", e.what()},
+                                                  {"exit_code", kExitComm}});
     return kExitComm;
   } catch (const std::bad_alloc&) {
     const std::string phase = trainer ? trainer->phase() : "setup";
     spdlog::error("OOM_ERROR in phase {}: std::bad_alloc", phase);
-    tel.emit("OOM_ERROR", {{"step", trainer ? trainer->current_step() : 0},
-                           {"phase", phase},
-                           {"requested_bytes", nullptr},
-                           {"message", "std::bad_alloc"},
-                           {"exit_code", kExitOom}});
+    tel.emit(core::telemetry::event::kOomError, {{"step", trainer ? trainer->current_step() : 0},
+                                                 {"phase", phase},
+                                                 {"requested_bytes", nullptr},
+                                                 {"message", "std::bad_alloc"},
+                                                 {"exit_code", kExitOom}});
     return kExitOom;
   } catch (const c10::Error& e) {
     const std::string msg = compat::error_text(e);
@@ -311,19 +316,22 @@ int run_trainer(const TrainerOptions& options) {
     if (compat::is_out_of_memory(e)) {
       const auto bytes = requested_bytes(msg);
       spdlog::error("OOM_ERROR in phase {}: {}", phase, msg);
-      tel.emit("OOM_ERROR", {{"step", trainer ? trainer->current_step() : 0},
-                             {"phase", phase},
-                             {"requested_bytes", bytes ? json(*bytes) : json(nullptr)},
-                             {"message", msg},
-                             {"exit_code", kExitOom}});
+      tel.emit(core::telemetry::event::kOomError,
+               {{"step", trainer ? trainer->current_step() : 0},
+                {"phase", phase},
+                {"requested_bytes", bytes ? json(*bytes) : json(nullptr)},
+                {"message", msg},
+                {"exit_code", kExitOom}});
       return kExitOom;
     }
     spdlog::error("internal error in phase {}: {}", phase, msg);
-    tel.emit("ERROR", {{"phase", phase}, {"message", msg}, {"exit_code", kExitInternal}});
+    tel.emit(core::telemetry::event::kInternalError,
+             {{"phase", phase}, {"message", msg}, {"exit_code", kExitInternal}});
     return kExitInternal;
   } catch (const std::exception& e) {
     spdlog::error("internal error: {}", e.what());
-    tel.emit("ERROR", {{"message", e.what()}, {"exit_code", kExitInternal}});
+    tel.emit(core::telemetry::event::kInternalError,
+             {{"message", e.what()}, {"exit_code", kExitInternal}});
     return kExitInternal;
   }
 }

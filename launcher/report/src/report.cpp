@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "grpo/core/telemetry_events.h"
 #include "grpo/supervise/event_log.h"
 #include "grpo/supervise/hang_report.h"
 #include "grpo/supervise/run_view.h"
@@ -394,7 +395,7 @@ std::string page_head(const std::string& title) {
 std::map<std::int64_t, json> rank0_steps(const std::vector<json>& events) {
   std::map<std::int64_t, json> out;
   for (const auto& e : events) {
-    if (get<std::string>(e, "type").value_or("") != "step") continue;
+    if (get<std::string>(e, "type").value_or("") != core::telemetry::event::kStep) continue;
     if (get<int>(e, "rank").value_or(0) != 0) continue;
     if (const auto step = get<std::int64_t>(e, "step")) out[*step] = e;
   }
@@ -411,15 +412,15 @@ Report render_report(const std::vector<json>& events, const ReportOptions& optio
   std::vector<std::pair<double, std::string>> restart_steps;          // step where attempts resumed
   for (const auto& e : events) {
     const std::string type = get<std::string>(e, "type").value_or("");
-    if (type == "step") {
+    if (type == core::telemetry::event::kStep) {
       const auto step = get<std::int64_t>(e, "step");
       if (!step) continue;
       steps[get<int>(e, "rank").value_or(0)][*step] = e;
       if (auto v = get<double>(e, "val_reward")) validation[*step] = *v;
-    } else if (type == "validation") {
+    } else if (type == core::telemetry::event::kValidation) {
       if (auto v = get<double>(e, "val_reward"))
         validation[get<std::int64_t>(e, "step").value_or(0)] = *v;
-    } else if (type == "expert_load") {
+    } else if (type == core::telemetry::event::kExpertLoad) {
       const auto loads = get<std::vector<double>>(e, "tokens_per_expert");
       if (loads)
         expert[get<int>(e, "layer").value_or(0)][get<std::int64_t>(e, "step").value_or(0)] = *loads;
@@ -559,7 +560,8 @@ Report render_comparison(const std::vector<RunEvents>& runs, const ReportOptions
     for (const auto& e : runs[i].events) {
       const auto t = get<double>(e, "time");
       if (t && !t0) t0 = *t;
-      if (get<std::string>(e, "type").value_or("") != "step" || get<int>(e, "rank").value_or(0))
+      if (get<std::string>(e, "type").value_or("") != core::telemetry::event::kStep ||
+          get<int>(e, "rank").value_or(0))
         continue;
       const auto step = get<std::int64_t>(e, "step");
       if (t && step) g.points.push_back({*t - *t0, static_cast<double>(*step)});

@@ -1,5 +1,6 @@
 #include "grpo/supervise/event_log.h"
 #include "grpo/core/json_text.h"
+#include "grpo/core/telemetry_events.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -145,14 +146,14 @@ core::Status apply_event(RunSummary& s, const json& e) {
         s.recent_step_s = s.recent_step_s == 0 ? t : 0.8 * s.recent_step_s + 0.2 * t;
       }
     }
-  } else if (type == "layout") {
+  } else if (type == core::telemetry::event::kLayout) {
     std::string l;
     for (const char* k : {"tp", "pp", "cp", "dp", "ep", "etp"}) {
       l += (l.empty() ? "" : " ") + std::string(k) + "=" + std::to_string(field_or<int>(e, k, 1));
     }
     for (char& c : l) c = static_cast<char>(c == '=' ? c : std::toupper(c));
     s.layout = l;
-  } else if (type == "validation") {
+  } else if (type == core::telemetry::event::kValidation) {
     if (e.contains("val_reward")) s.val_reward = field_or<double>(e, "val_reward", 0);
   } else if (type == ev::kOomError) {
     ++s.oom_events;

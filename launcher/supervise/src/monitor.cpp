@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "grpo/core/overloaded.h"
+#include "grpo/core/telemetry_events.h"
 
 namespace grpo::supervise {
 
@@ -118,13 +119,13 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
     timings.phases().add(before, now - r.last_beat);
   }
   r.last_beat = std::max(r.last_beat, now);
-  if (type == "heartbeat") {
+  if (type == core::telemetry::event::kHeartbeat) {
     mark_reported(r);
     if (auto phase = get<std::string>(event, "phase"); phase && *phase != r.phase) {
       r.phase = std::move(*phase);
       r.cls = phase_class_of(r.phase);
     }
-  } else if (type == "step") {
+  } else if (type == core::telemetry::event::kStep) {
     mark_reported(r);
     r.first_step = true;
     ++r.steps;
@@ -155,10 +156,10 @@ std::optional<Straggler> AttemptMonitor::observe(int rank, const json& event, do
       if (it->second.reported < world_) return std::nullopt;
       return check_straggler(step);
     }
-  } else if (type == "checkpoint_saved") {
+  } else if (type == core::telemetry::event::kCheckpointSaved) {
     if (auto s = get<double>(event, "seconds")) timings.add_checkpoint(*s);
     last_checkpoint_ = now;
-  } else if (type == "done") {
+  } else if (type == core::telemetry::event::kDone) {
     r.done = true;
     // The step it finished at (a rank resumed at the last step reports no step event).
     r.step = std::max(r.step, get<std::int64_t>(event, "step").value_or(r.step));
@@ -306,7 +307,7 @@ bool AttemptMonitor::any_heartbeat() const {
 std::optional<Failure> failure_from_event(int rank, const json& e) {
   const std::string type = get<std::string>(e, "type").value_or("");
   const std::string message = get<std::string>(e, "message").value_or("");
-  if (type == "OOM_ERROR") {
+  if (type == core::telemetry::event::kOomError) {
     OutOfMemory o;
     o.rank = rank;
     o.source = "trainer";
@@ -314,16 +315,19 @@ std::optional<Failure> failure_from_event(int rank, const json& e) {
     o.requested_bytes = get<std::int64_t>(e, "requested_bytes");
     return Failure{o};
   }
-  if (type == "COMM_ERROR") return Failure{CommFailure{rank, message}};
-  if (type == "IO_ERROR") {
+  if (type == core::telemetry::event::kCommError) return Failure{CommFailure{rank, message}};
+  if (type == core::telemetry::event::kIoError) {
     if (get<bool>(e, "no_space").value_or(false)) return Failure{DiskFull{rank, message}};
     return Failure{RankCrash{rank, 3, 0, "I/O error: " + message}};
   }
-  if (type == "ERROR") return Failure{RankCrash{rank, 1, 0, message}};
-  if (type == "error") {
+  if (type == core::telemetry::event::kInternalError)
+    return Failure{RankCrash{rank, 1, 0, message}};
+  if (type == core::telemetry::event::kError) {
     const std::string code = get<std::string>(e, "code").value_or("");
-    if (code == "CONFIG_ERROR") return Failure{FatalError{2, "configuration error: " + message}};
-    if (code == "COMM_ERROR" || code == "BOOTSTRAP_ERROR") {
+    if (code == core::telemetry::error_code::kConfig)
+      return Failure{FatalError{2, "configuration error: " + message}};
+    if (code == core::telemetry::error_code::kComm ||
+        code == core::telemetry::error_code::kBootstrap) {
       return Failure{CommFailure{rank, code + ": " + message}};
     }
     return Failure{RankCrash{rank, 3, 0, (code.empty() ? "error" : code) + ": " + message}};

@@ -19,6 +19,7 @@
 #include "grpo/supervise/self_save.h"
 #include "grpo/supervise/step_aggregate.h"
 
+#include "grpo/core/telemetry_events.h"
 #include "supervisor_attempt.h"
 
 namespace grpo::supervise {
@@ -56,7 +57,7 @@ core::Status Supervisor::handle_output(Attempt& a, RankOutput& out) {
   json e = std::move(*parsed);
   const double now = d_.clock.now();
   const std::string type = e["type"].get<std::string>();
-  if (type == "stack") {
+  if (type == core::telemetry::event::kStack) {
     // An answer to our SIGUSR1 (hang attribution), not a sign of progress; kept for the
     // hang_report, not logged event by event.
     if (!a.stacks || a.stacks->reported) return core::ok_status();
@@ -77,7 +78,8 @@ core::Status Supervisor::handle_output(Attempt& a, RankOutput& out) {
       GRPO_TRY_STATUS(record(ev::kStepRanks, std::move(summary)));
     }
   }
-  if (type != "heartbeat" && !(folded && out.rank >= o_.config.step_event_ranks)) {
+  if (type != core::telemetry::event::kHeartbeat &&
+      !(folded && out.rank >= o_.config.step_event_ranks)) {
     json fields = e;
     if (fields.contains("time")) fields["trainer_time"] = fields["time"];
     fields.erase("schema");
@@ -90,15 +92,15 @@ core::Status Supervisor::handle_output(Attempt& a, RankOutput& out) {
     GRPO_TRY_STATUS(record(type, std::move(fields)));
     ++a.forwarded;
   }
-  if (type == "checkpoint_saved") {
+  if (type == core::telemetry::event::kCheckpointSaved) {
     a.checkpoint_on_disk = std::max(a.checkpoint_on_disk, e.value("step", std::int64_t{-1}));
     if (a.checkpoint_requested_at) a.checkpoint_saved = true;
     spdlog::info("checkpoint of step {} saved ({})", e.value("step", 0),
                  e.value("reason", std::string("?")));
-  } else if (type == "checkpoint_skipped") {
+  } else if (type == core::telemetry::event::kCheckpointSkipped) {
     spdlog::warn("rank {} skipped a checkpoint: {} ({})", out.rank, e.value("path", std::string()),
                  e.value("reason", std::string()));
-  } else if (type == "fault_injected") {
+  } else if (type == core::telemetry::event::kFaultInjected) {
     spdlog::info("rank {}: fault injected: {}", out.rank, e.value("fault", std::string()));
   }
   if (auto f = failure_from_event(out.rank, e)) {

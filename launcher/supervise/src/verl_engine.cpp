@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "grpo/core/telemetry_events.h"
 #include "grpo/core/text.h"
 #include "grpo/supervise/output_parsing.h"
 #include "grpo/supervise/self_save.h"
@@ -85,7 +86,7 @@ std::optional<json> parse_verl_step_line(std::string_view raw) {
     line = core::trim(line.substr(close + 2));
   }
   if (line.rfind("step:", 0) != 0) return std::nullopt;
-  json e = {{"type", "step"}, {"phase", "grpo"}};
+  json e = {{"type", core::telemetry::event::kStep}, {"phase", "grpo"}};
   bool first = true;
   bool training = false;  // training/global_step or timing_s/step: a training step's line
   double extra_s = 0;     // timing_s/testing + timing_s/save_checkpoint
@@ -251,7 +252,7 @@ core::Status VerlRunner::start(const AttemptSpec& spec) {
     s.argv.push_back("--resume-mode");
     s.argv.push_back(r.mode);
   }
-  pending_ = core::json_text(json{{"type", "resume"},
+  pending_ = core::json_text(json{{"type", core::telemetry::event::kResume},
                                   {"resume_mode", r.mode.empty() ? "auto" : r.mode},
                                   {"step", r.step},
                                   {"from", r.from}});
@@ -277,8 +278,9 @@ void VerlRunner::translate(RankOutput& out, double now) {
     last_step_ = (*step)["step"].get<std::int64_t>();
     out.line = core::json_text(*step);
   } else if (is_verl_save_line(out.line)) {
-    out.line = core::json_text(
-        json{{"type", "heartbeat"}, {"phase", "checkpoint"}, {"step", last_step_ + 1}});
+    out.line = core::json_text(json{{"type", core::telemetry::event::kHeartbeat},
+                                    {"phase", "checkpoint"},
+                                    {"step", last_step_ + 1}});
   }
 }
 
@@ -304,7 +306,7 @@ core::Result<std::vector<AttemptEvent>> VerlRunner::poll(double timeout_s) {
     if (newest >= 0 && newest != newest_) {
       newest_ = newest;
       const json e = {
-          {"type", "checkpoint_saved"},
+          {"type", core::telemetry::event::kCheckpointSaved},
           {"step", newest},
           {"path", (o_.checkpoint_dir / ("global_step_" + std::to_string(newest))).string()},
           {"reason", "verl"}};

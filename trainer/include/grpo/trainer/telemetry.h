@@ -13,9 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grpo/core/telemetry_events.h"
+
 namespace grpo::trainer {
 
-inline constexpr int kTelemetrySchemaVersion = 1;
+// The event types and the envelope's version: grpo/core/telemetry_events.h (the contract the
+// supervisor reads with).
+inline constexpr int kTelemetrySchemaVersion = core::telemetry::kSchemaVersion;
 
 class Telemetry {
  public:

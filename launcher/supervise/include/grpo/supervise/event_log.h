@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
+#include "grpo/core/telemetry_events.h"
 #include "grpo/supervise/goodput.h"
 #include "grpo/supervise/restart_policy.h"
 #include "grpo/supervise/state_machine.h"
@@ -39,11 +40,12 @@ inline constexpr const char* kHfExportFailed = "hf_export_failed";         // pa
 inline constexpr const char* kHangReport = "hang_report";  // every rank's stack, grouped
 // Forwarded from the trainer (rank 0 unless noted): step, checkpoint_saved, checkpoint_loaded,
 // OOM_ERROR, EXPERT_IMBALANCE, COMM_ERROR; and the supervisor's own "straggler".
-inline constexpr const char* kStep = "step";
-inline constexpr const char* kCheckpointSaved = "checkpoint_saved";
-inline constexpr const char* kCheckpointLoaded = "checkpoint_loaded";
-inline constexpr const char* kOomError = "OOM_ERROR";
-inline constexpr const char* kExpertImbalance = "EXPERT_IMBALANCE";
+// Their names are the trainer's (grpo/core/telemetry_events.h).
+inline constexpr const char* kStep = core::telemetry::event::kStep;
+inline constexpr const char* kCheckpointSaved = core::telemetry::event::kCheckpointSaved;
+inline constexpr const char* kCheckpointLoaded = core::telemetry::event::kCheckpointLoaded;
+inline constexpr const char* kOomError = core::telemetry::event::kOomError;
+inline constexpr const char* kExpertImbalance = core::telemetry::event::kExpertImbalance;
 inline constexpr const char* kStraggler = "straggler";
 // The step events of a large world folded into one per step (step_aggregate.h).
 inline constexpr const char* kStepRanks = "step_ranks";
