@@ -27,6 +27,7 @@
 #include "grpo/core/sbatch_script.h"
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/trainer_args.h"
+#include "grpo/core/verl_keys.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/render/sbatch_render.h"
@@ -341,10 +342,10 @@ supervise::SupervisorConfig supervisor_config(const LaunchArgs& args, const core
 std::int64_t total_steps(const std::vector<std::string>& trainer_sets) {
   // grpo-trainer's defaults (docs/trainer-config.md): 300 SFT + 100 GRPO steps.
   std::int64_t sft = 300, grpo = 100;
-  if (const auto v = core::last_trainer_set(trainer_sets, "trainer.sft_warmup_steps")) {
+  if (const auto v = core::last_trainer_set(trainer_sets, core::verl_key::kSftWarmupSteps)) {
     sft = core::whole_number(*v).value_or(sft);
   }
-  if (const auto v = core::last_trainer_set(trainer_sets, "trainer.total_training_steps")) {
+  if (const auto v = core::last_trainer_set(trainer_sets, core::verl_key::kTotalTrainingSteps)) {
     grpo = core::whole_number(*v).value_or(grpo);
   }
   return sft + grpo;

@@ -12,6 +12,7 @@
 
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"
+#include "grpo/core/verl_keys.h"
 #include "grpo/kernels/backend.h"
 
 namespace grpo::trainer {
@@ -67,15 +68,15 @@ const std::vector<KeyDef>& key_defs() {
        "smallest operand size: digits per addend, or letters to reverse"},
       {"data.task_max_len", &C::task_max_len, range(1, 6), "largest operand size"},
       {"data.train_size", &C::train_size, at_least(1), "examples in the train split"},
-      {"data.val_size", &C::val_size, at_least(1), "examples in the validation split"},
+      {core::verl_key::kValSize, &C::val_size, at_least(1), "examples in the validation split"},
       {"data.seed", &C::data_seed, at_least(0),
        "seed of the generated splits and of the epoch shuffles"},
-      {"data.train_batch_size", &C::train_batch_size, at_least(1),
+      {core::verl_key::kTrainBatchSize, &C::train_batch_size, at_least(1),
        "prompts per GRPO step, all ranks together (each gets rollout.n responses)"},
-      {"data.max_prompt_length", &C::max_prompt_length, at_least(2),
+      {core::verl_key::kMaxPromptLength, &C::max_prompt_length, at_least(2),
        "longest prompt in tokens (built-in tasks: including <bos>; datasets: the rendered chat "
        "template, see data.truncation)"},
-      {"data.max_response_length", &C::max_response_length, at_least(1),
+      {core::verl_key::kMaxResponseLength, &C::max_response_length, at_least(1),
        "most tokens generated per response, including <eos>"},
       {"data.train_files", &C::train_files, any(),
        "verl-format JSONL/JSON files to train on (a path or a list [a, b]); when set, data.task "
@@ -90,11 +91,11 @@ const std::vector<KeyDef>& key_defs() {
        "drop records whose rendered prompt exceeds data.max_prompt_length (before truncation)"},
       {"data.shuffle", &C::shuffle, any(),
        "visit the train split in a new order every epoch (seeded by data.seed)"},
-      {"actor_rollout_ref.model.path", &C::model_path, any(),
+      {core::verl_key::kModelPath, &C::model_path, any(),
        "model name (profiles/models/NAME.toml), spec file, or Hugging Face model directory "
        "(config.json + safetensors: its weights are loaded, docs/hf-checkpoints.md); --model sets "
        "it"},
-      {"actor_rollout_ref.rollout.n", &C::rollout_n, at_least(1),
+      {core::verl_key::kRolloutN, &C::rollout_n, at_least(1),
        "responses sampled per prompt (the group size)"},
       {"actor_rollout_ref.rollout.temperature", &C::temperature, positive(),
        "sampling temperature (also divides the logits in the log-prob computation)"},
@@ -104,17 +105,16 @@ const std::vector<KeyDef>& key_defs() {
        "sample among the k most likely tokens; -1 disables it"},
       {"actor_rollout_ref.rollout.use_kv_cache", &C::use_kv_cache, any(),
        "decode with the KV cache (false recomputes the whole prefix per token)"},
-      {"actor_rollout_ref.rollout.max_num_seqs", &C::max_num_seqs, at_least(1),
+      {core::verl_key::kRolloutMaxNumSeqs, &C::max_num_seqs, at_least(1),
        "most sequences generated at once: larger rollouts and validations run in batches of this "
        "many"},
       {"actor_rollout_ref.rollout.val_kwargs.do_sample", &C::val_do_sample, any(),
        "validation samples with temperature/top_p instead of greedy decoding"},
-      {"actor_rollout_ref.actor.ppo_mini_batch_size", &C::ppo_mini_batch_size, at_least(1),
+      {core::verl_key::kMiniBatch, &C::ppo_mini_batch_size, at_least(1),
        "prompts per optimizer step, all ranks together"},
-      {"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", &C::ppo_micro_batch_size_per_gpu,
-       at_least(1), "samples per forward/backward on one rank (gradient accumulation)"},
-      {"actor_rollout_ref.actor.ppo_epochs", &C::ppo_epochs, at_least(1),
-       "passes over each step's batch"},
+      {core::verl_key::kMicroBatch, &C::ppo_micro_batch_size_per_gpu, at_least(1),
+       "samples per forward/backward on one rank (gradient accumulation)"},
+      {core::verl_key::kPpoEpochs, &C::ppo_epochs, at_least(1), "passes over each step's batch"},
       {"actor_rollout_ref.actor.clip_ratio", &C::clip_ratio, range(0, 10), "PPO clip range"},
       {"actor_rollout_ref.actor.clip_ratio_low", &C::clip_ratio_low, range(0, 1),
        "lower clip range (ratio >= 1 - low); default clip_ratio"},
@@ -122,7 +122,7 @@ const std::vector<KeyDef>& key_defs() {
        "upper clip range (ratio <= 1 + high); default clip_ratio"},
       {"actor_rollout_ref.actor.clip_ratio_c", &C::clip_ratio_c, Check{1.0, std::nullopt, true, {}},
        "dual-clip bound for negative advantages"},
-      {"actor_rollout_ref.actor.use_kl_loss", &C::use_kl_loss, any(),
+      {core::verl_key::kUseKlLoss, &C::use_kl_loss, any(),
        "add the KL to the frozen reference policy to the loss"},
       {"actor_rollout_ref.actor.kl_loss_type", &C::kl_loss_type,
        one_of({"low_var_kl", "kl", "abs", "mse"}),
@@ -143,52 +143,44 @@ const std::vector<KeyDef>& key_defs() {
        "linear learning-rate warm-up, in optimizer steps of each phase"},
       {"actor_rollout_ref.actor.moe_aux_loss_coef", &C::moe_aux_loss_coef, at_least(0),
        "weight of the MoE load-balancing loss (MoE models only)"},
-      {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
-       &C::tensor_model_parallel_size, at_least(1), "tensor-parallel size (TP)"},
-      {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size",
-       &C::pipeline_model_parallel_size, at_least(1), "pipeline-parallel size (PP)"},
-      {"actor_rollout_ref.actor.megatron.override_transformer_config."
-       "num_layers_in_first_pipeline_stage",
-       &C::first_pipeline_stage_layers, at_least(0),
+      {core::verl_key::kTp, &C::tensor_model_parallel_size, at_least(1),
+       "tensor-parallel size (TP)"},
+      {core::verl_key::kPp, &C::pipeline_model_parallel_size, at_least(1),
+       "pipeline-parallel size (PP)"},
+      {core::verl_key::kFirstStageLayers, &C::first_pipeline_stage_layers, at_least(0),
        "decoder layers of the first pipeline stage (0: the even split)"},
-      {"actor_rollout_ref.actor.megatron.override_transformer_config."
-       "num_layers_in_last_pipeline_stage",
-       &C::last_pipeline_stage_layers, at_least(0),
+      {core::verl_key::kLastStageLayers, &C::last_pipeline_stage_layers, at_least(0),
        "decoder layers of the last pipeline stage (0: the even split)"},
-      {"actor_rollout_ref.actor.megatron.context_parallel_size", &C::context_parallel_size,
-       at_least(1), "context-parallel size (CP)"},
-      {"actor_rollout_ref.actor.megatron.expert_model_parallel_size",
-       &C::expert_model_parallel_size, at_least(1),
+      {core::verl_key::kCp, &C::context_parallel_size, at_least(1), "context-parallel size (CP)"},
+      {core::verl_key::kEp, &C::expert_model_parallel_size, at_least(1),
        "expert-parallel size (EP): each rank of an EP group holds num_experts / EP experts"},
-      {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size",
-       &C::expert_tensor_parallel_size, at_least(1),
+      {core::verl_key::kEtp, &C::expert_tensor_parallel_size, at_least(1),
        "tensor-parallel size inside an expert (ETP: 1, or TP to split the experts over the TP "
        "group)"},
-      {"actor_rollout_ref.actor.megatron.sequence_parallel", &C::sequence_parallel, any(),
+      {core::verl_key::kSequenceParallel, &C::sequence_parallel, any(),
        "sequence parallelism around the norms (with TP > 1)"},
-      {"actor_rollout_ref.actor.megatron.dtype", &C::dtype,
+      {core::verl_key::kMegatronDtype, &C::dtype,
        one_of({"float32", "fp32", "bfloat16", "bf16", "float16", "fp16"}),
        "parameter dtype: float32, or bfloat16 with fp32 master weights and gradients (float16 "
        "is not built)"},
-      {"actor_rollout_ref.rollout.tensor_model_parallel_size",
-       &C::rollout_tensor_model_parallel_size, at_least(0),
+      {core::verl_key::kRolloutTp, &C::rollout_tensor_model_parallel_size, at_least(0),
        "the rollout engine's TP: 1 under a TP or EP layout generates with the whole model on "
        "every rank (gathered from the shards before each rollout); 0 or any other value at the "
        "training layout"},
       {"algorithm.adv_estimator", &C::adv_estimator, one_of({"grpo"}), "advantage estimator"},
       {"algorithm.norm_adv_by_std_in_grpo", &C::norm_adv_by_std_in_grpo, any(),
        "divide the group-centred rewards by the group's std (+1e-6)"},
-      {"trainer.total_training_steps", &C::total_training_steps, at_least(0),
+      {core::verl_key::kTotalTrainingSteps, &C::total_training_steps, at_least(0),
        "GRPO steps, after the SFT warm-start"},
-      {"trainer.sft_warmup_steps", &C::sft_warmup_steps, at_least(0),
+      {core::verl_key::kSftWarmupSteps, &C::sft_warmup_steps, at_least(0),
        "supervised warm-start steps on the train split before GRPO (0: none)"},
-      {"trainer.sft_batch_size", &C::sft_batch_size, at_least(1),
+      {core::verl_key::kSftBatchSize, &C::sft_batch_size, at_least(1),
        "examples per SFT step, all ranks together"},
       {"trainer.sft_lr", &C::sft_lr, positive(), "AdamW learning rate of the SFT warm-start"},
-      {"trainer.save_freq", &C::save_freq, at_least(-1),
+      {core::verl_key::kSaveFreq, &C::save_freq, at_least(-1),
        "checkpoint every this many steps (SFT and GRPO steps count alike); -1: never; \"auto\": "
        "the Young-Daly interval from the measured cost and the run's failure rate"},
-      {"trainer.async_save", &C::async_save, any(),
+      {core::verl_key::kAsyncSave, &C::async_save, any(),
        "periodic checkpoints are written by a background thread while training goes on"},
       {"trainer.test_freq", &C::test_freq, at_least(-1),
        "validate every this many steps; -1: only at the start of GRPO and at the end"},
@@ -199,7 +191,7 @@ const std::vector<KeyDef>& key_defs() {
       {"trainer.seed", &C::seed, at_least(0), "seed of the initial weights and of sampling"},
       {"trainer.threads", &C::threads, at_least(0),
        "LibTorch/OpenMP threads per rank; 0: cores of the node / ranks on the node"},
-      {"trainer.device", &C::device, one_of({"cpu", "cuda"}),
+      {core::verl_key::kDevice, &C::device, one_of({"cpu", "cuda"}),
        "cpu, or cuda when built against a CUDA LibTorch"},
       {"trainer.bucket_mb", &C::bucket_mb, positive(), "gradient all-reduce bucket size in MiB"},
       {"trainer.comm_timeout_s", &C::comm_timeout_s, positive(),
@@ -218,7 +210,7 @@ const std::vector<KeyDef>& key_defs() {
        "auto: newest valid checkpoint in the run dir; disable; resume_path: resume_from_path"},
       {"trainer.resume_from_path", &C::resume_from_path, any(),
        "checkpoint directory for resume_mode = resume_path"},
-      {"trainer.logger", &C::logger, one_of({"console", "tensorboard"}),
+      {core::verl_key::kLogger, &C::logger, one_of({"console", "tensorboard"}),
        "where metrics go, verl's values: ['console'] (the stderr log, always written), "
        "['console','tensorboard'] (also event files under <run_dir>/tensorboard/)"},
       {"kernels", &C::kernels, one_of({"fused", "reference"}),
@@ -332,7 +324,7 @@ core::Error unknown_key(std::string_view name, SourceLocation where) {
   for (const KeyDef& d : key_defs()) names.push_back(d.name);
   std::string hint = suggestion(name, names);
   if (hint.empty()) {
-    // A key given without its section: "rollout.n" for "actor_rollout_ref.rollout.n".
+    // A key given without its section: "rollout.n" for core::verl_key::kRolloutN.
     for (const std::string& n : names) {
       if (n.size() > name.size() && n.compare(n.size() - name.size(), name.size(), name) == 0 &&
           n[n.size() - name.size() - 1] == '.') {
@@ -542,7 +534,7 @@ core::Result<Parsed> from_text(const KeyDef& d, std::string_view raw, SourceLoca
   };
   switch (d.member.index()) {
     case 0: {
-      if (d.name == "trainer.save_freq" && (text == "auto" || text == "\"auto\"")) {
+      if (d.name == core::verl_key::kSaveFreq && (text == "auto" || text == "\"auto\"")) {
         return Parsed{std::string("auto")};
       }
       std::int64_t v = 0;
@@ -716,10 +708,10 @@ Status validate_for_world(const TrainerConfig& c, int world_size) {
     }
     return core::ok_status();
   };
-  GRPO_TRY_STATUS(check("data.train_batch_size", c.train_batch_size));
-  GRPO_TRY_STATUS(check("actor_rollout_ref.actor.ppo_mini_batch_size", c.ppo_mini_batch_size));
-  GRPO_TRY_STATUS(check("trainer.sft_batch_size", c.sft_batch_size));
-  return check("data.val_size", c.val_size);
+  GRPO_TRY_STATUS(check(core::verl_key::kTrainBatchSize, c.train_batch_size));
+  GRPO_TRY_STATUS(check(core::verl_key::kMiniBatch, c.ppo_mini_batch_size));
+  GRPO_TRY_STATUS(check(core::verl_key::kSftBatchSize, c.sft_batch_size));
+  return check(core::verl_key::kValSize, c.val_size);
 }
 
 std::string to_toml(const TrainerConfig& cfg) {

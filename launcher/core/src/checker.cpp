@@ -10,6 +10,7 @@
 #include "checker_run.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/text.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core {
 namespace checker_detail {
@@ -275,8 +276,8 @@ Status RunChecker::resolve_model_and_cluster() {
   run_.profile = options_.profile.empty() ? kDefaultCheckProfile : options_.profile;
   run_.profile_is_default = options_.profile.empty();
   GRPO_TRY(cluster_, load_cluster(provider_, run_.profile, options_.sets));
-  cluster_.nodes = static_cast<int>(int_setting("trainer.nnodes", 1));
-  cluster_.gpus_per_node = static_cast<int>(int_setting("trainer.n_gpus_per_node", 8));
+  cluster_.nodes = static_cast<int>(int_setting(verl_key::kNnodes, 1));
+  cluster_.gpus_per_node = static_cast<int>(int_setting(verl_key::kGpusPerNode, 8));
   run_.nodes = cluster_.nodes;
   run_.gpus_per_node = cluster_.gpus_per_node;
   // Model.

@@ -6,11 +6,12 @@
 #include "grpo/core/family_rules.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/text.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core::checker_detail {
 
 void RunChecker::check_environment() {
-  const bool npu = string_setting("trainer.device", "") == "npu" ||
+  const bool npu = string_setting(verl_key::kDevice, "") == "npu" ||
                    cluster_.device.vendor == DeviceVendor::kAscend;
   for (const auto& [name, a] : env_) {
     const SourceLocation where = at(a.value);

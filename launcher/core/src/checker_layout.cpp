@@ -7,6 +7,7 @@
 #include "grpo/core/family_rules.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/text.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core::checker_detail {
 
@@ -38,15 +39,15 @@ void RunChecker::build_layout() {
   run_.strategy = megatron_ ? "megatron" : "fsdp";
   WorkloadSpec& w = workload_;
   w.train_batch_size = int_setting(kTrainBatch, 1024);
-  w.rollout_n = int_setting(A + "rollout.n", 1);
+  w.rollout_n = int_setting(std::string(verl_key::kRolloutN), 1);
   w.ppo_mini_batch_size = int_setting(kMini, 256);
-  w.max_prompt_length = int_setting("data.max_prompt_length", 512);
-  w.max_response_length = int_setting("data.max_response_length", 512);
-  w.ppo_epochs = int_setting(A + "actor.ppo_epochs", 1);
+  w.max_prompt_length = int_setting(verl_key::kMaxPromptLength, 512);
+  w.max_response_length = int_setting(verl_key::kMaxResponseLength, 512);
+  w.ppo_epochs = int_setting(std::string(verl_key::kPpoEpochs), 1);
   w.gpu_memory_utilization = double_setting(A + "rollout.gpu_memory_utilization", 0.5);
   w.rollout_sglang = string_setting(A + "rollout.name", "vllm") == "sglang";
-  w.max_num_seqs = int_setting(A + "rollout.max_num_seqs", 1024);
-  w.use_kl_loss = bool_setting(A + "actor.use_kl_loss", false);
+  w.max_num_seqs = int_setting(std::string(verl_key::kRolloutMaxNumSeqs), 1024);
+  w.use_kl_loss = bool_setting(std::string(verl_key::kUseKlLoss), false);
   w.memory_headroom = cluster_.grpo.memory_headroom;
   w.achievable_mfu = cluster_.grpo.achievable_mfu;
   const bool fp16 = bool_setting(kTc + "fp16", false);
@@ -124,7 +125,7 @@ std::string RunChecker::key_for(const std::string& setting) const {
       {"cp", kCp},
       {"ep", kEp},
       {"etp", kEtp},
-      {"dp", "trainer.n_gpus_per_node"},
+      {"dp", verl_key::kGpusPerNode},
       {"rollout_tp", kRolloutTp},
       {"ref_tp", kRefTp},
       {"ref_pp", kRefPp},

@@ -6,6 +6,7 @@
 #include "grpo/core/family_rules.h"
 #include "grpo/core/planner.h"
 #include "grpo/core/text.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core::checker_detail {
 
@@ -112,7 +113,7 @@ void RunChecker::check_memory() {
     // not known statically (a Slurm variable the submission sets), the verdict rests on the
     // assumed count and stays a warning.
     std::string assumed;
-    for (const char* key : {"trainer.nnodes", "trainer.n_gpus_per_node"}) {
+    for (const char* key : {verl_key::kNnodes, verl_key::kGpusPerNode}) {
       const Override* o = find(key);
       if (o != nullptr && o->unresolved)
         assumed += (assumed.empty() ? "" : " and ") + std::string(key);

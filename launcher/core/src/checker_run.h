@@ -13,19 +13,20 @@
 #include "grpo/core/checker.h"
 #include "grpo/core/cluster_profile.h"
 #include "grpo/core/model_spec.h"
+#include "grpo/core/verl_keys.h"
 #include "grpo/core/workload.h"
 
 namespace grpo::core::checker_detail {
 
 inline const std::string A = "actor_rollout_ref.";
-inline const std::string kTp = A + "actor.megatron.tensor_model_parallel_size";
-inline const std::string kPp = A + "actor.megatron.pipeline_model_parallel_size";
-inline const std::string kCp = A + "actor.megatron.context_parallel_size";
-inline const std::string kEp = A + "actor.megatron.expert_model_parallel_size";
-inline const std::string kEtp = A + "actor.megatron.expert_tensor_parallel_size";
-inline const std::string kSp = A + "actor.megatron.sequence_parallel";
+inline const std::string kTp = std::string(verl_key::kTp);
+inline const std::string kPp = std::string(verl_key::kPp);
+inline const std::string kCp = std::string(verl_key::kCp);
+inline const std::string kEp = std::string(verl_key::kEp);
+inline const std::string kEtp = std::string(verl_key::kEtp);
+inline const std::string kSp = std::string(verl_key::kSequenceParallel);
 inline const std::string kDistOpt = A + "actor.megatron.use_distributed_optimizer";
-inline const std::string kTc = A + "actor.megatron.override_transformer_config.";
+inline const std::string kTc = std::string(verl_key::kTransformerConfig);
 inline const std::string kOptim = A + "actor.optim.override_optimizer_config.";
 inline const std::string kRefTp = A + "ref.megatron.tensor_model_parallel_size";
 inline const std::string kRefPp = A + "ref.megatron.pipeline_model_parallel_size";
@@ -39,12 +40,12 @@ inline const std::string kRolloutEp = A + "rollout.expert_parallel_size";
 inline const std::string kMmEncoderTpMode = A + "rollout.engine_kwargs.vllm.mm_encoder_tp_mode";
 inline const std::string kPrefixGrouper = A + "actor.use_prefix_grouper";
 inline const std::string kBalanceBatch = "trainer.balance_batch";
-inline const std::string kRolloutTp = A + "rollout.tensor_model_parallel_size";
-inline const std::string kMicro = A + "actor.ppo_micro_batch_size_per_gpu";
-inline const std::string kMini = A + "actor.ppo_mini_batch_size";
-inline const std::string kTrainBatch = "data.train_batch_size";
-inline const std::string kModelPath = A + "model.path";
-inline const std::string kStrategy = A + "actor.strategy";
+inline const std::string kRolloutTp = std::string(verl_key::kRolloutTp);
+inline const std::string kMicro = std::string(verl_key::kMicroBatch);
+inline const std::string kMini = std::string(verl_key::kMiniBatch);
+inline const std::string kTrainBatch = verl_key::kTrainBatchSize;
+inline const std::string kModelPath = std::string(verl_key::kModelPath);
+inline const std::string kStrategy = std::string(verl_key::kStrategy);
 
 // A Hydra override as the script wrote it.
 struct Override {

@@ -1,4 +1,5 @@
 #include "grpo/core/trainer_args.h"
+#include "grpo/core/verl_keys.h"
 
 #include <array>
 #include <charconv>
@@ -19,30 +20,30 @@ bool is_trainer_key(std::string_view key) {
 std::vector<std::string> trainer_settings(const Plan& plan) {
   const WorkloadSpec& w = plan.workload;
   return {
-      "data.train_batch_size=" + std::to_string(w.train_batch_size),
-      "actor_rollout_ref.rollout.n=" + std::to_string(w.rollout_n),
+      std::string(verl_key::kTrainBatchSize) + "=" + std::to_string(w.train_batch_size),
+      std::string(verl_key::kRolloutN) + "=" + std::to_string(w.rollout_n),
       // The embedded plan's generation batch (what fits), else the workload's.
-      "actor_rollout_ref.rollout.max_num_seqs=" +
+      std::string(verl_key::kRolloutMaxNumSeqs) + "=" +
           std::to_string(plan.best.memory.embedded_rollout_seqs > 0
                              ? plan.best.memory.embedded_rollout_seqs
                              : w.max_num_seqs),
-      "actor_rollout_ref.actor.ppo_mini_batch_size=" + std::to_string(w.ppo_mini_batch_size),
-      "actor_rollout_ref.actor.ppo_epochs=" + std::to_string(w.ppo_epochs),
-      "data.max_prompt_length=" + std::to_string(w.max_prompt_length),
-      "data.max_response_length=" + std::to_string(w.max_response_length),
-      std::string("actor_rollout_ref.actor.use_kl_loss=") + (w.use_kl_loss ? "true" : "false"),
+      std::string(verl_key::kMiniBatch) + "=" + std::to_string(w.ppo_mini_batch_size),
+      std::string(verl_key::kPpoEpochs) + "=" + std::to_string(w.ppo_epochs),
+      std::string(verl_key::kMaxPromptLength) + "=" + std::to_string(w.max_prompt_length),
+      std::string(verl_key::kMaxResponseLength) + "=" + std::to_string(w.max_response_length),
+      std::string(verl_key::kUseKlLoss) + "=" + (w.use_kl_loss ? "true" : "false"),
       // verl's Megatron key and names (PrecisionType): bf16 trains with fp32 master weights.
-      std::string("actor_rollout_ref.actor.megatron.dtype=") + (w.dtype == Dtype::kFp32 ? "float32"
-                                                                : w.dtype == Dtype::kBf16
-                                                                    ? "bfloat16"
-                                                                    : "float16"),
+      std::string(verl_key::kMegatronDtype) + "=" +
+          (w.dtype == Dtype::kFp32   ? "float32"
+           : w.dtype == Dtype::kBf16 ? "bfloat16"
+                                     : "float16"),
       // GPU profiles train on the GPUs; the embedded trainer has no Ascend backend
       // (embedded_trainer_unsupported_device says so before anything starts).
-      std::string("trainer.device=") +
+      std::string(verl_key::kDevice) + "=" +
           (plan.cluster.device.vendor == DeviceVendor::kCpu ? "cpu" : "cuda"),
       // A background checkpoint writer needs a spare core: GPU hosts have them; on a CPU profile
       // every core trains and overlapped steps ran 2-4x slower (bench/checkpoint/RESULTS.md).
-      std::string("trainer.async_save=") +
+      std::string(verl_key::kAsyncSave) + "=" +
           (plan.cluster.device.vendor == DeviceVendor::kCpu ? "false" : "true"),
   };
 }
@@ -73,26 +74,18 @@ struct LayoutKey {
 };
 
 constexpr std::array<LayoutKey, 9> kLayoutKeys = {{
-    {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "tp",
-     [](const Layout& l) { return number(l.dims.tp); }},
-    {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size", "pp",
-     [](const Layout& l) { return number(l.dims.pp); }},
-    {"actor_rollout_ref.actor.megatron.override_transformer_config."
-     "num_layers_in_first_pipeline_stage",
-     "first_stage_layers", [](const Layout& l) { return number(l.first_stage_layers); }},
-    {"actor_rollout_ref.actor.megatron.override_transformer_config."
-     "num_layers_in_last_pipeline_stage",
-     "last_stage_layers", [](const Layout& l) { return number(l.last_stage_layers); }},
-    {"actor_rollout_ref.actor.megatron.context_parallel_size", "cp",
-     [](const Layout& l) { return number(l.dims.cp); }},
-    {"actor_rollout_ref.actor.megatron.expert_model_parallel_size", "ep",
-     [](const Layout& l) { return number(l.dims.ep); }},
-    {"actor_rollout_ref.actor.megatron.expert_tensor_parallel_size", "etp",
-     [](const Layout& l) { return number(l.dims.etp); }},
-    {"actor_rollout_ref.actor.megatron.sequence_parallel", "sequence_parallel",
+    {verl_key::kTp, "tp", [](const Layout& l) { return number(l.dims.tp); }},
+    {verl_key::kPp, "pp", [](const Layout& l) { return number(l.dims.pp); }},
+    {verl_key::kFirstStageLayers, "first_stage_layers",
+     [](const Layout& l) { return number(l.first_stage_layers); }},
+    {verl_key::kLastStageLayers, "last_stage_layers",
+     [](const Layout& l) { return number(l.last_stage_layers); }},
+    {verl_key::kCp, "cp", [](const Layout& l) { return number(l.dims.cp); }},
+    {verl_key::kEp, "ep", [](const Layout& l) { return number(l.dims.ep); }},
+    {verl_key::kEtp, "etp", [](const Layout& l) { return number(l.dims.etp); }},
+    {verl_key::kSequenceParallel, "sequence_parallel",
      [](const Layout& l) { return std::string(l.sequence_parallel ? "true" : "false"); }},
-    {"actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout_tp",
-     [](const Layout& l) { return number(l.rollout_tp); }},
+    {verl_key::kRolloutTp, "rollout_tp", [](const Layout& l) { return number(l.rollout_tp); }},
 }};
 
 }  // namespace
@@ -101,8 +94,7 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout) {
   std::vector<std::string> out;
   for (const LayoutKey& k : kLayoutKeys) {
     // The stage split means something only with PP > 1.
-    const bool stage_split =
-        k.trainer_key.find(".override_transformer_config.") != std::string_view::npos;
+    const bool stage_split = k.trainer_key.rfind(verl_key::kTransformerConfig, 0) == 0;
     if (stage_split && layout.dims.pp <= 1) continue;
     out.push_back(std::string(k.trainer_key) + "=" + k.value(layout));
   }
@@ -202,10 +194,10 @@ std::vector<int> batch_divisors(const Plan& plan, const std::vector<std::string>
     const auto v = last_trainer_set(trainer_sets, key);
     return static_cast<int>(v ? whole_number(*v).value_or(fallback) : fallback);
   };
-  return {value("data.train_batch_size", plan.workload.train_batch_size),
-          value("actor_rollout_ref.actor.ppo_mini_batch_size", plan.workload.ppo_mini_batch_size),
-          value("trainer.sft_batch_size", kTrainerDefaultSftBatchSize),
-          value("data.val_size", kTrainerDefaultValSize)};
+  return {value(verl_key::kTrainBatchSize, plan.workload.train_batch_size),
+          value(verl_key::kMiniBatch, plan.workload.ppo_mini_batch_size),
+          value(verl_key::kSftBatchSize, kTrainerDefaultSftBatchSize),
+          value(verl_key::kValSize, kTrainerDefaultValSize)};
 }
 
 std::optional<std::string> last_trainer_set(const std::vector<std::string>& trainer_sets,

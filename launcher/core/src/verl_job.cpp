@@ -6,6 +6,7 @@
 
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/text.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core {
 
@@ -102,12 +103,12 @@ Status supervision_rules(VerlDriver& d) {
   for (std::string& o : d.overrides) {
     const std::string key = key_of(o);
     const std::string value = value_of(o);
-    if (key == "trainer.logger") {
+    if (key == verl_key::kLogger) {
       logger_seen = true;
       auto names = hydra_names(value);
       if (!names) {
         return make_error(ErrorKind::kInvalidValue,
-                          "trainer.logger=" + printable(value) +
+                          std::string(verl_key::kLogger) + "=" + printable(value) +
                               ": cannot tell whether it holds \"console\" (write the list, "
                               "e.g. trainer.logger='[\"console\",\"wandb\"]')",
                           where);
@@ -120,16 +121,17 @@ Status supervision_rules(VerlDriver& d) {
         d.notes.push_back(
             "trainer.logger gets \"console\": its step lines are what the supervisor watches");
       }
-    } else if (key == "trainer.save_freq") {
+    } else if (key == verl_key::kSaveFreq) {
       save_seen = true;
       const std::string v(trim(value));
       const bool negative = !v.empty() && v.front() == '-';
       const std::string digits = negative ? v.substr(1) : v;
       if (digits.empty() || digits.size() > 9 ||
           !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return make_error(ErrorKind::kInvalidValue,
-                          "trainer.save_freq=" + printable(value) + " is not a whole number",
-                          where);
+        return make_error(
+            ErrorKind::kInvalidValue,
+            std::string(verl_key::kSaveFreq) + "=" + printable(value) + " is not a whole number",
+            where);
       }
       d.save_freq = negative ? -std::stoll(digits) : std::stoll(digits);
     } else if (key == "trainer.default_hdfs_dir" && !is_null(value)) {
@@ -155,9 +157,9 @@ Status supervision_rules(VerlDriver& d) {
   if (!save_seen || d.save_freq <= 0) {
     const std::int64_t was = save_seen ? d.save_freq : -1;
     d.save_freq = d.total_steps > 0 ? std::max<std::int64_t>(1, d.total_steps / 10) : 10;
-    const std::string set = "trainer.save_freq=" + std::to_string(d.save_freq);
+    const std::string set = std::string(verl_key::kSaveFreq) + "=" + std::to_string(d.save_freq);
     auto it = std::find_if(d.overrides.begin(), d.overrides.end(),
-                           [](const std::string& o) { return key_of(o) == "trainer.save_freq"; });
+                           [](const std::string& o) { return key_of(o) == verl_key::kSaveFreq; });
     if (it != d.overrides.end()) {
       *it = set;
     } else {
@@ -214,7 +216,7 @@ Result<VerlDriver> verl_driver(const ParsedScript& script) {
         continue;
       }
       if (key == "trainer.default_local_dir") d.checkpoint_dir = value_of(w.text);
-      if (key == "trainer.total_training_steps") {
+      if (key == verl_key::kTotalTrainingSteps) {
         const std::string v = value_of(w.text);
         const bool digits =
             !v.empty() && v.size() < 18 &&

@@ -7,6 +7,7 @@
 #include "grpo/core/shell_quote.h"
 #include "grpo/core/text.h"
 #include "grpo/core/trainer_args.h"
+#include "grpo/core/verl_keys.h"
 
 namespace grpo::core {
 
@@ -110,7 +111,7 @@ void megatron_ref(const Plan& plan, Overrides& o) {
 void fsdp_actor(const Plan& plan, Overrides& o) {
   const Layout& l = plan.best.layout;
   const WorkloadSpec& w = plan.workload;
-  o.plain(A + "actor.strategy", "fsdp");
+  o.plain(verl_key::kStrategy, "fsdp");
   o.plain(A + "ref.strategy", "fsdp");
   // verl's FSDP worker: a (dp, sp) device mesh; the layout carries the Ulysses size as its CP.
   o.plain(A + "actor.ulysses_sequence_parallel_size", l.dims.cp);
@@ -136,9 +137,9 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
   const WorkloadSpec& w = plan.workload;
   Overrides o;
   o.plain("algorithm.adv_estimator", "grpo");
-  o.plain("data.train_batch_size", w.train_batch_size);
-  o.plain("data.max_prompt_length", w.max_prompt_length);
-  o.plain("data.max_response_length", w.max_response_length);
+  o.plain(verl_key::kTrainBatchSize, w.train_batch_size);
+  o.plain(verl_key::kMaxPromptLength, w.max_prompt_length);
+  o.plain(verl_key::kMaxResponseLength, w.max_response_length);
   // The model.
   o.plain(A + "model.use_remove_padding", boolean(w.remove_padding));
   o.plain(A + "model.use_fused_kernels", boolean(w.fused_logprob));
@@ -151,10 +152,10 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
     o.plain(A + "model.target_modules", list ? "[" + targets + "]" : targets);
   }
   // The actor: batch sizes, then the backend's layout.
-  o.plain(A + "actor.ppo_mini_batch_size", w.ppo_mini_batch_size);
-  o.plain(A + "actor.ppo_micro_batch_size_per_gpu", l.micro_batch);
-  o.plain(A + "actor.ppo_epochs", w.ppo_epochs);
-  o.plain(A + "actor.use_kl_loss", boolean(w.use_kl_loss));
+  o.plain(verl_key::kMiniBatch, w.ppo_mini_batch_size);
+  o.plain(verl_key::kMicroBatch, l.micro_batch);
+  o.plain(verl_key::kPpoEpochs, w.ppo_epochs);
+  o.plain(verl_key::kUseKlLoss, boolean(w.use_kl_loss));
   const std::int64_t logprob_cap = w.logprob_max_token_len_per_gpu > 0
                                        ? w.logprob_max_token_len_per_gpu
                                        : w.max_token_len_per_gpu;
@@ -176,13 +177,13 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
   }
   // The rollout engine.
   o.plain(A + "rollout.name", "vllm");
-  o.plain(A + "rollout.n", w.rollout_n);
+  o.plain(verl_key::kRolloutN, w.rollout_n);
   o.layout(l, A + "rollout.");  // rollout TP
   if (l.rollout_dp > 1) o.plain(A + "rollout.data_parallel_size", l.rollout_dp);
   if (l.rollout_pp > 1) o.plain(A + "rollout.pipeline_model_parallel_size", l.rollout_pp);
   if (l.rollout_ep > 1) o.plain(A + "rollout.expert_parallel_size", l.rollout_ep);
   o.plain(A + "rollout.gpu_memory_utilization", number(w.gpu_memory_utilization));
-  o.plain(A + "rollout.max_num_seqs", w.max_num_seqs);
+  o.plain(verl_key::kRolloutMaxNumSeqs, w.max_num_seqs);
   o.plain(A + "rollout.free_cache_engine", boolean(w.free_cache_engine));
   o.plain(A + "rollout.dtype", w.dtype == Dtype::kFp16 ? "float16" : "bfloat16");
   o.plain(A + "rollout.log_prob_micro_batch_size_per_gpu", l.micro_batch);
@@ -192,14 +193,14 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
   }
   if (l.vision_data_parallel) o.added(A + "rollout.engine_kwargs.vllm.mm_encoder_tp_mode", "data");
   // The cluster.
-  if (plan.cluster.device.vendor == DeviceVendor::kAscend) o.plain("trainer.device", "npu");
-  o.plain("trainer.nnodes", plan.cluster.nodes);
-  o.plain("trainer.n_gpus_per_node", plan.cluster.gpus_per_node);
+  if (plan.cluster.device.vendor == DeviceVendor::kAscend) o.plain(verl_key::kDevice, "npu");
+  o.plain(verl_key::kNnodes, plan.cluster.nodes);
+  o.plain(verl_key::kGpusPerNode, plan.cluster.gpus_per_node);
   // console: the step lines `grpo-launch submit --engine verl` watches (verl/utils/tracking.py);
   // save_freq > 0: verl's default -1 saves nothing, not even before the job's end (ray_trainer.py
   // fit), so a restart would start over (docs/verl-emit.md).
-  o.plain("trainer.logger", "[\"console\"]");
-  o.plain("trainer.save_freq", kEmittedSaveFreq);
+  o.plain(verl_key::kLogger, "[\"console\"]");
+  o.plain(verl_key::kSaveFreq, kEmittedSaveFreq);
   o.plain("trainer.project_name", "grpo-launch");
   o.plain("trainer.experiment_name", sanitize_name(plan.model.name + "-" + plan.cluster.name));
   return o.take();

@@ -1,5 +1,6 @@
 #include "grpo/supervise/supervisor_tensorboard.h"
 #include "grpo/core/run_dir.h"
+#include "grpo/core/verl_keys.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,10 +9,10 @@
 namespace grpo::supervise {
 
 bool trainer_argv_wants_tensorboard(const std::vector<std::string>& argv) {
-  constexpr std::string_view kKey = "trainer.logger=";
+  const std::string key = std::string(core::verl_key::kLogger) + "=";
   for (std::string_view arg : argv) {
     if (arg.rfind("--set=", 0) == 0) arg.remove_prefix(6);
-    if (arg.rfind(kKey, 0) == 0 && arg.find("tensorboard") != std::string_view::npos) return true;
+    if (arg.rfind(key, 0) == 0 && arg.find("tensorboard") != std::string_view::npos) return true;
   }
   return false;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
+#include "grpo/core/verl_keys.h"
 #include "grpo/slurm/signals.h"
 #include "grpo/supervise/attempt_runner.h"
 #include "grpo/supervise/clock.h"
@@ -97,8 +98,7 @@ core::Result<SupervisorConfig> supervisor_config_from_json(const nlohmann::json&
                                                            const std::string& file);
 
 // The embedded trainer's setting for the micro batch (OOM remediation changes it with --set).
-inline constexpr const char* kMicroBatchKey =
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu";
+inline constexpr const char* kMicroBatchKey = core::verl_key::kMicroBatch;
 
 struct SupervisorOptions {
   std::filesystem::path run_dir;
