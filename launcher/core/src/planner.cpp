@@ -228,32 +228,32 @@ bool plan_ok(const Plan& plan) {
   return plan.feasible && !has_errors(plan.diagnostics);
 }
 
-Plan make_plan(const PlanRequest& req) {
-  Plan plan;
-  plan.model = req.model;
-  plan.cluster = req.cluster;
-  plan.workload = req.cluster.grpo;
-  plan.constraints = req.constraints;
-  plan.engines = req.engines;
+namespace {
+
+// What step 1 of make_plan chose for the rollout engine.
+struct RolloutChoice {
+  int tp = 0;
+  bool fits = false;
+  RolloutMemory largest;  // the largest legal rollout TP, for the message when none fits
+};
+
+RolloutChoice choose_rollout(Plan& plan, const EngineVersions& engines) {
   const ModelSpec& m = plan.model;
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const LayoutConstraints& k = plan.constraints;
-  const int world = c.world_size();
-  const int gpn = c.gpus_per_node;
-  Search search{m,  c,  w,     k,     plan, {},
-                {}, {}, false, false, {},   std::numeric_limits<double>::infinity()};
-
+  [[maybe_unused]] const int world = c.world_size();
+  [[maybe_unused]] const int gpn = c.gpus_per_node;
   // 1. The rollout engine: its TP does not interact with the actor layout (verl reshards the
   //    weights between them), so pick the fastest legal rollout TP whose weights fit the budget.
   std::vector<int> rtps =
       k.rollout_tp ? std::vector<int>{*k.rollout_tp} : rollout_tp_candidates(world, gpn);
   int rollout_tp = 0;
   double rollout_s = std::numeric_limits<double>::infinity();
-  RolloutMemory largest;  // the largest legal rollout TP, for the message when none fits
+  RolloutMemory largest;
   const auto pick_rollout = [&] {
     for (int rtp : rtps) {
-      if (!k.rollout_tp && !rollout_tp_legal(m, c, req.engines, rtp)) continue;
+      if (!k.rollout_tp && !rollout_tp_legal(m, c, engines, rtp)) continue;
       const RolloutMemory r = estimate_rollout_memory(m, c, w, rtp);
       if (rtp >= largest.rollout_tp) largest = r;
       if (!r.weights_fit) continue;
@@ -292,6 +292,16 @@ Plan make_plan(const PlanRequest& req) {
     plan.diagnostics.push_back(std::move(raised));
   }
 
+  return {rollout_tp, rollout_fits, largest};
+}
+
+// False when the plan ends here: the fixed settings ask for a backend that cannot run them.
+bool choose_backend(Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
+  const LayoutConstraints& k = plan.constraints;
+  [[maybe_unused]] const int world = c.world_size();
+  [[maybe_unused]] const int gpn = c.gpus_per_node;
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
   //    FSDP (--set backend=fsdp) has one shape: every state sharded over all ranks, CP the
   //    Ulysses size (1 unless fixed); Megatron-only settings fixed with it are refused.
@@ -309,7 +319,7 @@ Plan make_plan(const PlanRequest& req) {
           make_diag(DiagCode::kNoFeasiblePlan, "layout",
                     "no legal layout for " + m.name + " on " + c.name + " with the fixed settings",
                     "fix the errors above"));
-      return plan;
+      return false;
     }
     if (!family.ok) {
       plan.constraints.fsdp = true;
@@ -339,9 +349,22 @@ Plan make_plan(const PlanRequest& req) {
           make_diag(DiagCode::kNoFeasiblePlan, "layout",
                     "no legal layout for " + m.name + " on " + c.name + " with the fixed settings",
                     "fix the errors above"));
-      return plan;
+      return false;
     }
   }
+  return true;
+}
+
+// 2b. Every legal (tp, pp, cp, ep, etp) shape and micro batch, with each offload and recompute.
+void search_layouts(Search& search, const EngineVersions& engines, int rollout_tp) {
+  Plan& plan = search.plan;
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
+  const WorkloadSpec& w = plan.workload;
+  const LayoutConstraints& k = plan.constraints;
+  [[maybe_unused]] const int world = c.world_size();
+  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  const bool fsdp = k.fsdp.value_or(false);
   const std::vector<int> tps = fsdp ? std::vector<int>{1} : fixed_or(k.tp, divisors(gpn, gpn));
   const std::vector<int> pps =
       fsdp ? std::vector<int>{1}
@@ -391,7 +414,7 @@ Plan make_plan(const PlanRequest& req) {
               Layout l = base;
               l.micro_batch = mb;
               std::vector<Diagnostic> errors;
-              for (auto& dg : check_legality(m, c, w, l, req.engines)) {
+              for (auto& dg : check_legality(m, c, w, l, engines)) {
                 if (dg.severity == Severity::kError) errors.push_back(std::move(dg));
               }
               if (!errors.empty()) {
@@ -422,7 +445,9 @@ Plan make_plan(const PlanRequest& req) {
       }
     }
   }
+}
 
+void note_rejections(Plan& plan, const Search& search) {
   // Rejected families: every searched value with no fitting layout.
   for (const auto& [key, f] : search.families) {
     if (f.any_fit || !f.have) continue;
@@ -437,13 +462,23 @@ Plan make_plan(const PlanRequest& req) {
     }
     plan.rejections.push_back(std::move(r));
   }
+}
 
-  if (!rollout_fits) {
-    const RolloutMemory& r = largest;
+// True when nothing fits (or the rollout engine does not): the plan is then finished, with why.
+bool report_infeasible(Plan& plan, Search& search, const RolloutChoice& rollout) {
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
+  const WorkloadSpec& w = plan.workload;
+  const LayoutConstraints& k = plan.constraints;
+  [[maybe_unused]] const int world = c.world_size();
+  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  if (!rollout.fits) {
+    const RolloutMemory& r = rollout.largest;
     plan.diagnostics.push_back(make_diag(
         DiagCode::kOomRisk, "gpu_memory_utilization",
-        "rollout weights " + format_gib(r.weights) + " per device at rollout TP=" +
-            std::to_string(r.rollout_tp) + " (the largest legal) plus " + format_gib(r.workspace) +
+        "rollout weights " + format_gib(r.weights) +
+            " per device at rollout TP=" + std::to_string(r.rollout_tp) +
+            " (the largest legal) plus " + format_gib(r.workspace) +
             " workspace exceed the rollout budget of " + format_gib(r.budget) +
             " (gpu_memory_utilization " + format_fixed(w.gpu_memory_utilization, 2) + ")",
         r.utilization_needed < 0.95
@@ -455,7 +490,7 @@ Plan make_plan(const PlanRequest& req) {
   }
 
   const bool have_fit = !search.fitting.empty();
-  if (!have_fit || !rollout_fits) {
+  if (!have_fit || !rollout.fits) {
     plan.feasible = false;
     if (!search.any_legal) {
       for (auto& d : search.fewest_errors) plan.diagnostics.push_back(std::move(d));
@@ -463,7 +498,7 @@ Plan make_plan(const PlanRequest& req) {
                                            "no legal layout for " + m.name + " on " + c.name +
                                                (k.any() ? " with the fixed settings" : ""),
                                            "fix the errors above"));
-      return plan;
+      return true;
     }
     if (!have_fit) {
       plan.best = search.closest;
@@ -489,9 +524,20 @@ Plan make_plan(const PlanRequest& req) {
                   have_fit ? "make the rollout engine fit (see above)"
                            : (k.any() ? "relax the fixed settings or use more devices"
                                       : "use more nodes or devices with more memory")));
-    return plan;
+    return true;
   }
 
+  return false;
+}
+
+// The winner, its alternatives, rank map and environment, and the findings about it.
+void finish_winner(Plan& plan, Search& search, const PlanRequest& req) {
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
+  const WorkloadSpec& w = plan.workload;
+  const LayoutConstraints& k = plan.constraints;
+  [[maybe_unused]] const int world = c.world_size();
+  [[maybe_unused]] const int gpn = c.gpus_per_node;
   std::sort(search.fitting.begin(), search.fitting.end(), better);
   plan.feasible = true;
   plan.best = search.fitting.front();
@@ -534,6 +580,35 @@ Plan make_plan(const PlanRequest& req) {
             " of " + std::to_string(eng.concurrent_seqs) + " concurrent sequences per replica",
         "raise gpu_memory_utilization or rollout TP, or accept slower rollout"));
   }
+}
+
+}  // namespace
+
+Plan make_plan(const PlanRequest& req) {
+  Plan plan;
+  plan.model = req.model;
+  plan.cluster = req.cluster;
+  plan.workload = req.cluster.grpo;
+  plan.constraints = req.constraints;
+  plan.engines = req.engines;
+  const RolloutChoice rollout = choose_rollout(plan, req.engines);
+  if (!choose_backend(plan)) return plan;
+  Search search{plan.model,
+                plan.cluster,
+                plan.workload,
+                plan.constraints,
+                plan,
+                {},
+                {},
+                {},
+                false,
+                false,
+                {},
+                std::numeric_limits<double>::infinity()};
+  search_layouts(search, req.engines, rollout.tp);
+  note_rejections(plan, search);
+  if (report_infeasible(plan, search, rollout)) return plan;
+  finish_winner(plan, search, req);
   return plan;
 }
 
