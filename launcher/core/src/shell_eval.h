@@ -135,6 +135,17 @@ class Evaluator {
   Status expand_parts(const std::vector<WordPart>& parts, bool in_dq, bool literal_splits,
                       Builder& b, int depth);
   Status expand_param(const WordPart& p, bool quoted, Builder& b, int depth);
+  // The parts of ${...} (shell_expand.cpp): one parameter expansion being expanded (ParamOp),
+  // its value added to the word, an unresolved one, ${#NAME}, and the operators that rewrite a
+  // set, known value: each gives "" or why it cannot (the expansion is then unresolved).
+  struct ParamOp;
+  Status emit_value(const Value& val, const ParamOp& o, Builder& b);
+  Status add_unresolved(const ParamOp& o, UnresolvedKind kind, const std::string& why, Builder& b);
+  Status expand_length(const Value& v, const ParamOp& o, Builder& b);
+  Result<std::string> remove_pattern(Value& v, const ParamOp& o);
+  Result<std::string> convert_case(Value& v, const ParamOp& o);
+  Result<std::string> replace_pattern(Value& v, const ParamOp& o);
+  Result<std::string> substring(Value& v, const ParamOp& o);
   Result<Value> lookup(const std::string& name, const std::string& index, Loc at);
   Result<Text> default_word(const std::string& text, Loc at, bool quoted, int depth);
   Result<Text> substitution(const WordPart& p, int depth);
@@ -187,5 +198,30 @@ class Evaluator {
   int nesting_ = 0;     // command() inside command(): compound commands, calls, sources
   int source_depth_ = 0;
 };
+
+struct Evaluator::Value {
+  bool set = false;
+  bool known_empty = false;  // an element past the end of a known array: empty, not unknown
+  std::vector<Text> items;
+  bool multi = false;  // [@] / [*] / $@ / $*
+  bool star = false;   // [*] / $*: one word when quoted
+  bool args = false;   // the script's "$@"
+  UnresolvedKind unset_kind = UnresolvedKind::kUnsetVariable;
+  std::string unset_why;
+};
+
+struct Evaluator::ParamOp {
+  const WordPart& part;
+  std::string raw;      // as written: ${...} or $NAME
+  std::string name;     // NAME, a digit or one of @ * # ? $ ! -
+  std::string op_word;  // what follows NAME[index]: the operator and its word
+  Loc word_loc;         // where the operator's word starts
+  bool quoted = false;
+  int depth = 0;
+  char op = 0;  // the operator's character (after a ':' for :- := :? :+)
+};
+
+// Where the character `n` of `body` is, when `body` starts at `start` (shell_expand.cpp).
+Loc offset_loc(Loc start, const std::string& body, std::size_t n);
 
 }  // namespace grpo::core::shell

@@ -18,19 +18,6 @@ bool is_digits(std::string_view s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-// Where the character `n` of `body` is, when `body` starts at `start`.
-Loc offset_loc(Loc start, const std::string& body, std::size_t n) {
-  for (std::size_t i = 0; i < n && i < body.size(); ++i) {
-    if (body[i] == '\n') {
-      ++start.line;
-      start.col = 1;
-    } else {
-      ++start.col;
-    }
-  }
-  return start;
-}
-
 std::string dirname_of(std::string s) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   const auto slash = s.rfind('/');
@@ -57,6 +44,19 @@ std::uint8_t expansion_flags(bool quoted, bool field, bool unresolved) {
 }
 
 }  // namespace
+
+// Where the character `n` of `body` is, when `body` starts at `start`.
+Loc offset_loc(Loc start, const std::string& body, std::size_t n) {
+  for (std::size_t i = 0; i < n && i < body.size(); ++i) {
+    if (body[i] == '\n') {
+      ++start.line;
+      start.col = 1;
+    } else {
+      ++start.col;
+    }
+  }
+  return start;
+}
 
 Text Text::substr(std::size_t pos, std::size_t n) const {
   Text t;
@@ -115,17 +115,6 @@ struct Evaluator::Builder {
     }
     return std::move(out);
   }
-};
-
-struct Evaluator::Value {
-  bool set = false;
-  bool known_empty = false;  // an element past the end of a known array: empty, not unknown
-  std::vector<Text> items;
-  bool multi = false;  // [@] / [*] / $@ / $*
-  bool star = false;   // [*] / $*: one word when quoted
-  bool args = false;   // the script's "$@"
-  UnresolvedKind unset_kind = UnresolvedKind::kUnsetVariable;
-  std::string unset_why;
 };
 
 std::uint32_t Evaluator::reason(UnresolvedKind kind, const std::string& why) {
@@ -372,14 +361,80 @@ Result<Text> Evaluator::default_word(const std::string& text, Loc at, bool quote
   return std::move(nb.finish().front().text);
 }
 
-Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int depth) {
-  const std::string& body = p.text;
-  const std::string raw = p.braced ? "${" + body + "}" : "$" + body;
-  auto unresolved = [&](UnresolvedKind kind, const std::string& why) {
-    Text t = unresolved_text(raw, p.loc, kind, why);
-    for (auto& i : t.info) i.flags = expansion_flags(quoted, false, true);
+Status Evaluator::add_unresolved(const ParamOp& o, UnresolvedKind kind, const std::string& why,
+                                 Builder& b) {
+  Text t = unresolved_text(o.raw, o.part.loc, kind, why);
+  for (auto& i : t.info) i.flags = expansion_flags(o.quoted, false, true);
+  b.add(t);
+  return ok_status();
+}
+
+Status Evaluator::emit_value(const Value& val, const ParamOp& o, Builder& b) {
+  const Loc loc = o.part.loc;
+  if (val.args && !b.split)
+    return add_unresolved(o, UnresolvedKind::kPositional, "the script's arguments $" + o.name, b);
+  if (val.args) {
+    b.args = true;
+    b.multi = true;
+  }
+  std::vector<Text> items = val.items;
+  std::size_t size = 0;
+  for (auto& t : items) {
+    size += t.s.size();
+    for (auto& ci : t.info) {
+      ci.flags = expansion_flags(o.quoted, val.multi, ci.reason != 0);
+      if (ci.loc.line == 0) ci.loc = loc;  // the environment's values
+    }
+  }
+  GRPO_TRY_STATUS(charge(size + 1, loc));
+  if (!val.multi) {
+    if (!items.empty()) b.add(items[0]);
+    return ok_status();
+  }
+  b.multi = true;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    b.add(items[k]);
+    if (k + 1 == items.size()) break;
+    if (b.split && !(o.quoted && val.star)) {
+      b.cut(o.quoted);
+    } else {
+      Text sep = Text::made(" ", loc);
+      sep.info[0].flags = expansion_flags(o.quoted, true, false);
+      b.add(sep);
+    }
+  }
+  return ok_status();
+}
+
+// ${#NAME}: the length of the value, or the number of elements.
+Status Evaluator::expand_length(const Value& v, const ParamOp& o, Builder& b) {
+  const Loc loc = o.part.loc;
+  if (!o.op_word.empty())
+    return add_unresolved(o, UnresolvedKind::kOther, "parameter expansion " + o.raw, b);
+  if (v.args)
+    return add_unresolved(o, UnresolvedKind::kPositional, "the number of the script's arguments",
+                          b);
+  if (v.multi) {
+    Text t = Text::made(std::to_string(v.items.size()), loc);
     b.add(t);
     return ok_status();
+  }
+  if (!v.set && !v.known_empty) return add_unresolved(o, v.unset_kind, v.unset_why, b);
+  if (!v.items.empty() && v.items[0].unresolved()) {
+    Text t = Text::made(o.raw, loc, v.items[0].first_reason());
+    b.add(t);
+    return ok_status();
+  }
+  b.add(Text::made(std::to_string(v.items.empty() ? 0 : v.items[0].s.size()), loc));
+  return ok_status();
+}
+
+Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int depth) {
+  const std::string& body = p.text;
+  ParamOp o{p, p.braced ? "${" + body + "}" : "$" + body, {}, {}, {}, quoted, depth, 0};
+  const std::string& raw = o.raw;
+  auto unresolved = [&](UnresolvedKind kind, const std::string& why) {
+    return add_unresolved(o, kind, why, b);
   };
   if (depth > kMaxExpansionDepth)
     return unresolved(UnresolvedKind::kOther, "expansion nested too deeply");
@@ -400,7 +455,8 @@ Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int d
   } else {
     while (i < body.size() && is_name_char(body[i])) ++i;
   }
-  const std::string name = body.substr(name_start, i - name_start);
+  o.name = body.substr(name_start, i - name_start);
+  const std::string& name = o.name;
   if (name.empty() ||
       (!is_name_start(name[0]) && !std::isdigit(static_cast<unsigned char>(name[0])) &&
        std::string_view("@*#?$!-").find(name[0]) == std::string_view::npos)) {
@@ -414,45 +470,10 @@ Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int d
     index = body.substr(i + 1, close - i - 1);
     i = close + 1;
   }
-  const std::string op_word = body.substr(i);
+  o.op_word = body.substr(i);
+  const std::string& op_word = o.op_word;
   GRPO_TRY(Value v, lookup(name, index, p.loc));
   if (!v.set && !v.known_empty && v.unset_why.empty()) v.unset_why = "unset variable $" + name;
-
-  auto emit = [&](const Value& val) -> Status {
-    if (val.args && !b.split)
-      return unresolved(UnresolvedKind::kPositional, "the script's arguments $" + name);
-    if (val.args) {
-      b.args = true;
-      b.multi = true;
-    }
-    std::vector<Text> items = val.items;
-    std::size_t size = 0;
-    for (auto& t : items) {
-      size += t.s.size();
-      for (auto& ci : t.info) {
-        ci.flags = expansion_flags(quoted, val.multi, ci.reason != 0);
-        if (ci.loc.line == 0) ci.loc = p.loc;  // the environment's values
-      }
-    }
-    GRPO_TRY_STATUS(charge(size + 1, p.loc));
-    if (!val.multi) {
-      if (!items.empty()) b.add(items[0]);
-      return ok_status();
-    }
-    b.multi = true;
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      b.add(items[k]);
-      if (k + 1 == items.size()) break;
-      if (b.split && !(quoted && val.star)) {
-        b.cut(quoted);
-      } else {
-        Text sep = Text::made(" ", p.loc);
-        sep.info[0].flags = expansion_flags(quoted, true, false);
-        b.add(sep);
-      }
-    }
-    return ok_status();
-  };
   auto unset = [&]() { return unresolved(v.unset_kind, v.unset_why); };
   auto nonempty = [&]() {
     if (!v.set) return false;
@@ -461,41 +482,24 @@ Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int d
       if (!t.s.empty()) return true;
     return false;
   };
-  const Loc word_loc =
-      offset_loc(p.body_loc, body, i + (op_word.size() > 1 && op_word[0] == ':' ? 2 : 1));
+  o.word_loc = offset_loc(p.body_loc, body, i + (op_word.size() > 1 && op_word[0] == ':' ? 2 : 1));
 
-  if (length) {
-    if (!op_word.empty()) return unresolved(UnresolvedKind::kOther, "parameter expansion " + raw);
-    if (v.args)
-      return unresolved(UnresolvedKind::kPositional, "the number of the script's arguments");
-    if (v.multi) {
-      Text t = Text::made(std::to_string(v.items.size()), p.loc);
-      b.add(t);
-      return ok_status();
-    }
-    if (!v.set && !v.known_empty) return unset();
-    if (!v.items.empty() && v.items[0].unresolved()) {
-      Text t = Text::made(raw, p.loc, v.items[0].first_reason());
-      b.add(t);
-      return ok_status();
-    }
-    b.add(Text::made(std::to_string(v.items.empty() ? 0 : v.items[0].s.size()), p.loc));
-    return ok_status();
-  }
+  if (length) return expand_length(v, o, b);
   if (op_word.empty()) {
-    if (v.set || v.known_empty) return emit(v);
+    if (v.set || v.known_empty) return emit_value(v, o, b);
     return unset();
   }
   auto op_is = [&](std::string_view op) { return op_word.rfind(op, 0) == 0; };
   const bool colon = op_word[0] == ':' && op_word.size() > 1 &&
                      std::string_view("-=?+").find(op_word[1]) != std::string_view::npos;
-  const char op = colon ? op_word[1] : op_word[0];
+  o.op = colon ? op_word[1] : op_word[0];
+  const char op = o.op;
   if (colon || op == '-' || op == '=' || op == '?' || op == '+') {
     const std::string word = op_word.substr(colon ? 2 : 1);
     const bool have = colon ? nonempty() : v.set;
     if (op == '-' || op == '=') {
-      if (have) return emit(v);
-      GRPO_TRY(Text d, default_word(word, word_loc, quoted, depth));
+      if (have) return emit_value(v, o, b);
+      GRPO_TRY(Text d, default_word(word, o.word_loc, quoted, depth));
       if (op == '=' && is_name(name)) {
         Text stored = d;
         for (auto& ci : stored.info) ci.flags = 0;
@@ -505,12 +509,12 @@ Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int d
       return ok_status();
     }
     if (op == '?') {
-      if (have) return emit(v);
+      if (have) return emit_value(v, o, b);
       return unresolved(UnresolvedKind::kRequiredVariable,
                         "required variable " + name + " is unset");
     }
     if (!have) return ok_status();  // + on an unset value: nothing
-    GRPO_TRY(Text alt, default_word(word, word_loc, quoted, depth));
+    GRPO_TRY(Text alt, default_word(word, o.word_loc, quoted, depth));
     b.add(alt);
     return ok_status();
   }
@@ -525,126 +529,18 @@ Status Evaluator::expand_param(const WordPart& p, bool quoted, Builder& b, int d
     }
   }
   Value result = v;
+  std::string why = "parameter expansion " + raw;
   if (op_is("#") || op_is("%")) {
-    const bool prefix = op == '#';
-    const bool longest = op_word.size() > 1 && op_word[1] == op;
-    GRPO_TRY(Text pat, default_word(op_word.substr(longest ? 2 : 1), word_loc, false, depth));
-    if (pat.unresolved()) return unresolved(UnresolvedKind::kOther, "pattern not known in " + raw);
-    for (auto& t : result.items) {
-      const std::size_t n = t.s.size();
-      GRPO_TRY_STATUS(charge((n + 1) * (pat.s.size() + 1), p.loc));
-      for (std::size_t k = 0; k <= n; ++k) {
-        const std::size_t len = longest ? n - k : k;
-        const std::string part = prefix ? t.s.substr(0, len) : t.s.substr(n - len);
-        if (glob_match(pat, part)) {
-          t = prefix ? t.substr(len) : t.substr(0, n - len);
-          break;
-        }
-      }
-    }
-    return emit(result);
+    GRPO_TRY(why, remove_pattern(result, o));
+  } else if (op_is("^") || op_is(",")) {
+    GRPO_TRY(why, convert_case(result, o));
+  } else if (op_is("/")) {
+    GRPO_TRY(why, replace_pattern(result, o));
+  } else if (op_word[0] == ':') {  // ${NAME:offset[:length]}
+    GRPO_TRY(why, substring(result, o));
   }
-  if (op_is("^") || op_is(",")) {
-    if (op_word.find_first_not_of(op) != std::string::npos)
-      return unresolved(UnresolvedKind::kOther, "parameter expansion " + raw);
-    for (auto& t : result.items) {
-      for (std::size_t k = 0; k < t.s.size() && (op_word.size() == 2 || k == 0); ++k) {
-        const auto c = static_cast<unsigned char>(t.s[k]);
-        t.s[k] = static_cast<char>(op == '^' ? std::toupper(c) : std::tolower(c));
-      }
-    }
-    return emit(result);
-  }
-  if (op_is("/")) {
-    std::string spec = op_word.substr(1);
-    const char anchor =
-        !spec.empty() && (spec[0] == '/' || spec[0] == '#' || spec[0] == '%') ? spec[0] : 0;
-    if (anchor) spec.erase(0, 1);
-    std::size_t slash = 0;
-    while (slash < spec.size() && spec[slash] != '/') slash += spec[slash] == '\\' ? 2 : 1;
-    GRPO_TRY(Text pat,
-             default_word(spec.substr(0, std::min(slash, spec.size())), word_loc, false, depth));
-    Text rep;
-    if (slash < spec.size()) {
-      GRPO_TRY(rep, default_word(spec.substr(slash + 1), offset_loc(word_loc, spec, slash + 1),
-                                 quoted, depth));
-    }
-    if (pat.unresolved() || rep.unresolved() || pat.s.empty())
-      return unresolved(UnresolvedKind::kOther, "parameter expansion " + raw);
-    for (auto& t : result.items) {
-      const std::size_t n = t.s.size();
-      GRPO_TRY_STATUS(charge((n + 1) * (n + 1) * (pat.s.size() + 1) / 8 + n, p.loc));
-      Text out;
-      std::size_t k = 0;
-      bool replaced = false;
-      while (k <= n) {
-        std::size_t match = 0;
-        const bool may = (anchor != '#' || k == 0) && (anchor == '/' || !replaced);
-        for (std::size_t len = n - k; may && len > 0; --len) {
-          if (anchor == '%' && k + len != n) continue;
-          if (glob_match(pat, t.s.substr(k, len))) {
-            match = len;
-            break;
-          }
-        }
-        if (match > 0) {
-          out.append(rep);
-          k += match;
-          replaced = true;
-          continue;
-        }
-        if (k < n) out.push(t.s[k], t.info[k]);
-        ++k;
-      }
-      t = std::move(out);
-    }
-    return emit(result);
-  }
-  if (op_word[0] == ':') {  // ${NAME:offset[:length]}
-    const std::string spec = op_word.substr(1);
-    const auto colon2 = spec.find(':');
-    auto number = [&](const std::string& e) -> Result<std::optional<long long>> {
-      auto w = parse_word_text(e, word_loc, files_[p.loc.file], true);
-      if (!w.ok()) return std::optional<long long>{};
-      GRPO_TRY(Text t, single(w.value(), depth + 1));
-      if (t.unresolved()) return std::optional<long long>{};
-      return arithmetic(t.s);
-    };
-    GRPO_TRY(std::optional<long long> off, number(spec.substr(0, colon2)));
-    std::optional<long long> len;
-    if (colon2 != std::string::npos) {
-      GRPO_TRY(len, number(spec.substr(colon2 + 1)));
-      if (!len) off.reset();
-    }
-    if (!off) return unresolved(UnresolvedKind::kOther, "parameter expansion " + raw);
-    auto slice = [&](long long size, long long& from, long long& count) {
-      from = *off < 0 ? std::max(0LL, size + *off) : std::min(*off, size);
-      count = !len       ? size - from
-              : *len < 0 ? std::max(0LL, size + *len - from)
-                         : std::min(*len, size - from);
-    };
-    long long from = 0, count = 0;
-    if (result.multi) {
-      const bool positional = name == "@" || name == "*";
-      long long size = static_cast<long long>(result.items.size()) + (positional ? 1 : 0);
-      slice(size, from, count);
-      std::vector<Text> items;
-      for (long long k = from; k < from + count; ++k) {
-        if (positional && k == 0) {
-          items.push_back(Text::made(script_name_, p.loc));
-        } else {
-          items.push_back(result.items[static_cast<std::size_t>(k - (positional ? 1 : 0))]);
-        }
-      }
-      result.items = std::move(items);
-    } else if (!result.items.empty()) {
-      Text& t = result.items[0];
-      slice(static_cast<long long>(t.s.size()), from, count);
-      t = t.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(count));
-    }
-    return emit(result);
-  }
-  return unresolved(UnresolvedKind::kOther, "parameter expansion " + raw);
+  if (!why.empty()) return unresolved(UnresolvedKind::kOther, why);
+  return emit_value(result, o, b);
 }
 
 Result<Text> Evaluator::substitution(const WordPart& p, int depth) {
