@@ -181,6 +181,16 @@ class Supervisor {
   core::Status record(const std::string& type, nlohmann::json fields);
   core::Status transition(Trigger trigger, const std::string& reason);
   core::Result<Ending> watch(Attempt& a);
+  // watch()'s steps, in the order each poll runs them (supervisor_watch.cpp).
+  core::Status take_events(Attempt& a);
+  core::Status take_signals(Attempt& a, double now);
+  core::Status check_nodes(Attempt& a, double now);
+  core::Status check_disk_progress(Attempt& a, double now);
+  core::Status check_hangs(Attempt& a, double now);
+  core::Status act_on_failures(Attempt& a, double now);
+  core::Status follow_checkpoint_request(Attempt& a, double now);
+  core::Status escalate_stop(Attempt& a, double now);
+  Ending how_it_ended(Attempt& a);
   // `out.event` (parsed by the runner) is moved from.
   core::Status handle_output(Attempt& a, RankOutput& out);
   core::Status stop_attempt(Attempt& a, bool graceful);
