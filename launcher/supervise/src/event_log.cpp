@@ -1,5 +1,7 @@
 #include "grpo/supervise/event_log.h"
+
 #include "grpo/core/json_text.h"
+#include "grpo/core/overloaded.h"
 #include "grpo/core/telemetry_events.h"
 
 #include <fcntl.h>
@@ -50,6 +52,30 @@ AttemptRecord* current(RunSummary& s) {
 }
 
 }  // namespace
+
+json decision_fields(const Decision& d) {
+  return std::visit(
+      core::Overloaded{
+          [](const Restart& r) {
+            return json{{"kind", "restart"},
+                        {"reason", r.reason},
+                        {"delay_s", r.delay_s},
+                        {"spends_budget", r.spends_budget},
+                        {"exclude", r.exclude},
+                        {"remediation", r.remediation ? json(r.remediation->what) : json(nullptr)}};
+          },
+          [](const Requeue& r) {
+            return json{{"kind", "requeue"}, {"reason", r.reason}, {"spends_budget", false}};
+          },
+          [](const GiveUp& g) {
+            return json{{"kind", "give_up"},
+                        {"reason", g.reason},
+                        {"exit_code", g.exit_code},
+                        {"spends_budget", false}};
+          },
+      },
+      d);
+}
 
 core::Status apply_event(RunSummary& s, const json& e) {
   if (!e.is_object()) return make_error(ErrorKind::kParse, "event is not a JSON object");

@@ -366,20 +366,9 @@ core::Result<int> Supervisor::run() {
     }
     const int number = summary_.attempt + 1;
     const std::int64_t resume = d_.newest_checkpoint();
-    const auto alloc = d_.job.allocation_nodes();
-    int available = o_.nodes;
-    if (!alloc.empty()) {
-      available = 0;
-      for (const auto& n : alloc) {
-        if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
-      }
-    }
+    const int available = available_nodes();
     const int nodes = std::max(1, usable_nodes(available));
-    std::vector<std::string> hosts;
-    for (const auto& n : alloc) {
-      if (static_cast<int>(hosts.size()) == nodes) break;
-      if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);
-    }
+    const std::vector<std::string> hosts = attempt_hosts(nodes);
     if (d_.health) {
       GRPO_TRY(const auto verdict, check_nodes(number, hosts));
       if (const int* code = std::get_if<int>(&verdict)) return *code;
@@ -424,150 +413,165 @@ core::Result<int> Supervisor::run() {
       GRPO_TRY_STATUS(transition(Trigger::kCompleted, "training finished"));
       return finish_succeeded();
     }
-
-    // The root cause.
-    std::optional<Failure> failure;
-    for (const auto& f : a.candidates) {
-      if (!failure || failure_priority(f) > failure_priority(*failure)) failure = f;
-    }
-    if (!failure) failure = RankCrash{-1, slurm::shell_code(*a.exit), 0, "the step failed"};
-    if (d_.job.under_slurm() && !std::holds_alternative<FatalError>(*failure) &&
-        !std::holds_alternative<Preemption>(*failure) &&
-        !std::holds_alternative<NodeLoss>(*failure)) {
-      // A crashed node is often reported by its peers first (COMM_ERROR) and by Slurm later.
-      auto bad = d_.job.unhealthy_nodes(a.hosts);
-      if (bad.ok() && !bad->empty()) failure = NodeLoss{bad->front()};
-    }
-    if (summary_.state != RunState::kStopping) {
-      GRPO_TRY_STATUS(transition(
-          std::holds_alternative<Preemption>(*failure) ? Trigger::kPreemption : Trigger::kFailure,
-          describe(*failure)));
-    }
-    json ff = failure_fields(*failure);
-    ff["attempt"] = number;
-    spdlog::warn("attempt {} failed: {}", number, describe(*failure));
-    GRPO_TRY_STATUS(record(ev::kFailure, ff));
-    GRPO_TRY_STATUS(
-        record(ev::kAttemptEnded,
-               {{"attempt", number},
-                {"outcome", std::holds_alternative<Preemption>(*failure) ? "preempted" : "failed"},
-                {"class", std::string(failure_class(*failure))},
-                {"exit", slurm::describe(*a.exit)},
-                {"duration_s", duration}}));
-
+    const Failure failure = root_cause(a);
+    GRPO_TRY_STATUS(record_failure(a, failure, duration));
     History prior = summary_.history;
     if (!prior.attempts.empty() && prior.attempts.back().attempt == number) {
       prior.attempts.pop_back();
     }
     const Context ctx = policy_context(a);
-    const Decision decision = decide(*failure, prior, o_.config.budget, ctx);
-    json dj = std::visit(
-        Overloaded{
-            [](const Restart& r) {
-              return json{
-                  {"kind", "restart"},
-                  {"reason", r.reason},
-                  {"delay_s", r.delay_s},
-                  {"spends_budget", r.spends_budget},
-                  {"exclude", r.exclude},
-                  {"remediation", r.remediation ? json(r.remediation->what) : json(nullptr)}};
-            },
-            [](const Requeue& r) {
-              return json{{"kind", "requeue"}, {"reason", r.reason}, {"spends_budget", false}};
-            },
-            [](const GiveUp& g) {
-              return json{{"kind", "give_up"},
-                          {"reason", g.reason},
-                          {"exit_code", g.exit_code},
-                          {"spends_budget", false}};
-            },
-        },
-        decision);
-    dj["attempt"] = number;
-    dj["restarts_spent"] = prior.restarts_spent();
-    dj["max_restarts"] = o_.config.budget.max_restarts;
-    spdlog::info("decision: {} ({})", dj["kind"].get<std::string>(),
-                 dj["reason"].get<std::string>());
-    GRPO_TRY_STATUS(record(ev::kDecision, dj));
-
-    const auto finish = [&](const char* state, int code) -> core::Result<int> {
-      GRPO_TRY_STATUS(record(ev::kRunFinished, {{"state", state}, {"exit_code", code}}));
-      tick(true);
-      d_.status.finish(summary_, d_.clock.wall());
-      return code;
-    };
+    GRPO_TRY(const Decision decision, record_decision(a, failure, prior, ctx));
     if (const auto* r = std::get_if<Restart>(&decision)) {
-      GRPO_TRY_STATUS(transition(Trigger::kRestart, r->reason));
-      if (r->remediation) {
-        json rj = {{"what", r->remediation->what}, {"attempt", number}};
-        if (r->remediation->micro_batch) {
-          rj["micro_batch"] = *r->remediation->micro_batch;
-          rj["previous_micro_batch"] = micro_batch_;
-          micro_batch_ = *r->remediation->micro_batch;
-        }
-        if (r->remediation->offload) {
-          rj["offload"] = *r->remediation->offload;
-          offload_ = *r->remediation->offload;
-        }
-        spdlog::warn("remediation: {}", r->remediation->what);
-        GRPO_TRY_STATUS(record(ev::kRemediation, rj));
-      }
-      for (const auto& n : r->exclude) {
-        if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) {
-          excluded_.push_back(n);
-        }
-      }
-      // The backoff; a signal during it means the job must yield now.
-      const double until = d_.clock.now() + r->delay_s;
-      std::optional<int> sig;
-      while (d_.clock.now() < until && !sig) {
-        tick(false);
-        d_.clock.sleep(std::min(0.1, until - d_.clock.now()));
-        sig = d_.signals.take();
-      }
-      if (sig) {
-        const Preemption p{slurm::signal_name(*sig) + " during the restart backoff"};
-        spdlog::warn("{}", describe(Failure{p}));
-        const Decision d2 = decide(p, prior, o_.config.budget, ctx);
-        GRPO_TRY_STATUS(transition(Trigger::kLaunch, "attempt " + std::to_string(number + 1)));
-        GRPO_TRY_STATUS(transition(Trigger::kPreemption, describe(Failure{p})));
-        if (const auto* g = std::get_if<GiveUp>(&d2)) {
-          GRPO_TRY_STATUS(record(ev::kDecision, {{"kind", "give_up"},
-                                                 {"reason", g->reason},
-                                                 {"exit_code", g->exit_code},
-                                                 {"spends_budget", false},
-                                                 {"attempt", number}}));
-          GRPO_TRY_STATUS(transition(Trigger::kGiveUp, g->reason));
-          return finish("failed", g->exit_code);
-        }
-        GRPO_TRY_STATUS(record(ev::kDecision, {{"kind", "requeue"},
-                                               {"reason", describe(Failure{p})},
-                                               {"spends_budget", false},
-                                               {"attempt", number}}));
-        GRPO_TRY_STATUS(transition(Trigger::kRequeue, describe(Failure{p})));
-        auto code = finish("requeued", kExitRequeue);
-        if (auto st = d_.job.requeue(); !st.ok()) {
-          spdlog::error("scontrol requeue failed: {}", st.error().message);
-        }
-        return code;
-      }
+      GRPO_TRY(const std::optional<int> code, restart(*r, number, prior, ctx));
+      if (code) return *code;
       continue;
     }
     if (const auto* q = std::get_if<Requeue>(&decision)) {
       GRPO_TRY_STATUS(transition(Trigger::kRequeue, q->reason));
-      auto code = finish("requeued", kExitRequeue);
       spdlog::info("requeueing job {}", job_id.value_or("?"));
-      if (auto st = d_.job.requeue(); !st.ok()) {
-        spdlog::error("scontrol requeue failed: {}; the job ends with exit {}", st.error().message,
-                      kExitRequeue);
-      }
-      return code;
+      return requeue(q->reason);
     }
     const auto& g = std::get<GiveUp>(decision);
     GRPO_TRY_STATUS(transition(Trigger::kGiveUp, g.reason));
     spdlog::error("giving up: {} (exit {})", g.reason, g.exit_code);
-    return finish("failed", g.exit_code);
+    return finish_run("failed", g.exit_code);
   }
+}
+
+// The nodes of the allocation not excluded (the profile's count outside Slurm).
+int Supervisor::available_nodes() const {
+  const auto alloc = d_.job.allocation_nodes();
+  if (alloc.empty()) return o_.nodes;
+  int available = 0;
+  for (const auto& n : alloc) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
+  }
+  return available;
+}
+
+// The first `nodes` nodes of the allocation not excluded (none outside Slurm).
+std::vector<std::string> Supervisor::attempt_hosts(int nodes) const {
+  std::vector<std::string> hosts;
+  for (const auto& n : d_.job.allocation_nodes()) {
+    if (static_cast<int>(hosts.size()) == nodes) break;
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);
+  }
+  return hosts;
+}
+
+// The most telling failure seen (failure_priority); under Slurm, a crash whose node Slurm now
+// reports down is that node's loss (its peers often report it first, as COMM_ERROR).
+Failure Supervisor::root_cause(const Attempt& a) {
+  std::optional<Failure> failure;
+  for (const auto& f : a.candidates) {
+    if (!failure || failure_priority(f) > failure_priority(*failure)) failure = f;
+  }
+  if (!failure) failure = RankCrash{-1, slurm::shell_code(*a.exit), 0, "the step failed"};
+  if (d_.job.under_slurm() && !std::holds_alternative<FatalError>(*failure) &&
+      !std::holds_alternative<Preemption>(*failure) &&
+      !std::holds_alternative<NodeLoss>(*failure)) {
+    auto bad = d_.job.unhealthy_nodes(a.hosts);
+    if (bad.ok() && !bad->empty()) failure = NodeLoss{bad->front()};
+  }
+  return *failure;
+}
+
+core::Status Supervisor::record_failure(const Attempt& a, const Failure& failure, double duration) {
+  const bool preempted = std::holds_alternative<Preemption>(failure);
+  if (summary_.state != RunState::kStopping) {
+    GRPO_TRY_STATUS(
+        transition(preempted ? Trigger::kPreemption : Trigger::kFailure, describe(failure)));
+  }
+  json ff = failure_fields(failure);
+  ff["attempt"] = a.number;
+  spdlog::warn("attempt {} failed: {}", a.number, describe(failure));
+  GRPO_TRY_STATUS(record(ev::kFailure, ff));
+  return record(ev::kAttemptEnded, {{"attempt", a.number},
+                                    {"outcome", preempted ? "preempted" : "failed"},
+                                    {"class", std::string(failure_class(failure))},
+                                    {"exit", slurm::describe(*a.exit)},
+                                    {"duration_s", duration}});
+}
+
+core::Result<Decision> Supervisor::record_decision(const Attempt& a, const Failure& failure,
+                                                   const History& prior, const Context& ctx) {
+  const Decision decision = decide(failure, prior, o_.config.budget, ctx);
+  json dj = decision_fields(decision);
+  dj["attempt"] = a.number;
+  dj["restarts_spent"] = prior.restarts_spent();
+  dj["max_restarts"] = o_.config.budget.max_restarts;
+  spdlog::info("decision: {} ({})", dj["kind"].get<std::string>(), dj["reason"].get<std::string>());
+  GRPO_TRY_STATUS(record(ev::kDecision, dj));
+  return decision;
+}
+
+core::Result<std::optional<int>> Supervisor::restart(const Restart& r, int number,
+                                                     const History& prior, const Context& ctx) {
+  GRPO_TRY_STATUS(transition(Trigger::kRestart, r.reason));
+  if (r.remediation) {
+    json rj = {{"what", r.remediation->what}, {"attempt", number}};
+    if (r.remediation->micro_batch) {
+      rj["micro_batch"] = *r.remediation->micro_batch;
+      rj["previous_micro_batch"] = micro_batch_;
+      micro_batch_ = *r.remediation->micro_batch;
+    }
+    if (r.remediation->offload) {
+      rj["offload"] = *r.remediation->offload;
+      offload_ = *r.remediation->offload;
+    }
+    spdlog::warn("remediation: {}", r.remediation->what);
+    GRPO_TRY_STATUS(record(ev::kRemediation, rj));
+  }
+  for (const auto& n : r.exclude) {
+    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) {
+      excluded_.push_back(n);
+    }
+  }
+  // The backoff; a signal during it means the job must yield now.
+  const double until = d_.clock.now() + r.delay_s;
+  std::optional<int> sig;
+  while (d_.clock.now() < until && !sig) {
+    tick(false);
+    d_.clock.sleep(std::min(0.1, until - d_.clock.now()));
+    sig = d_.signals.take();
+  }
+  if (!sig) return std::optional<int>{};
+  const Preemption p{slurm::signal_name(*sig) + " during the restart backoff"};
+  spdlog::warn("{}", describe(Failure{p}));
+  const Decision d2 = decide(p, prior, o_.config.budget, ctx);
+  GRPO_TRY_STATUS(transition(Trigger::kLaunch, "attempt " + std::to_string(number + 1)));
+  GRPO_TRY_STATUS(transition(Trigger::kPreemption, describe(Failure{p})));
+  if (const auto* g = std::get_if<GiveUp>(&d2)) {
+    json dj = decision_fields(*g);
+    dj["attempt"] = number;
+    GRPO_TRY_STATUS(record(ev::kDecision, dj));
+    GRPO_TRY_STATUS(transition(Trigger::kGiveUp, g->reason));
+    GRPO_TRY(const int code, finish_run("failed", g->exit_code));
+    return std::optional<int>{code};
+  }
+  json dj = decision_fields(Requeue{describe(Failure{p})});
+  dj["attempt"] = number;
+  GRPO_TRY_STATUS(record(ev::kDecision, dj));
+  GRPO_TRY_STATUS(transition(Trigger::kRequeue, describe(Failure{p})));
+  GRPO_TRY(const int code, requeue(describe(Failure{p})));
+  return std::optional<int>{code};
+}
+
+// The run ends `requeued` and asks Slurm to requeue the job (its next supervisor continues).
+core::Result<int> Supervisor::requeue(const std::string& /*reason*/) {
+  GRPO_TRY(const int code, finish_run("requeued", kExitRequeue));
+  if (auto st = d_.job.requeue(); !st.ok()) {
+    spdlog::error("scontrol requeue failed: {}; the job ends with exit {}", st.error().message,
+                  kExitRequeue);
+  }
+  return code;
+}
+
+core::Result<int> Supervisor::finish_run(const char* state, int code) {
+  GRPO_TRY_STATUS(record(ev::kRunFinished, {{"state", state}, {"exit_code", code}}));
+  tick(true);
+  d_.status.finish(summary_, d_.clock.wall());
+  return code;
 }
 
 }  // namespace grpo::supervise

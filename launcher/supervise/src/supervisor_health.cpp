@@ -23,17 +23,12 @@ bool storage_finding(const HealthFinding& f) {
 core::Result<int> Supervisor::give_up_before_attempt(int number, const std::string& reason,
                                                      int code) {
   GRPO_TRY_STATUS(transition(Trigger::kFailure, reason));
-  GRPO_TRY_STATUS(record(ev::kDecision, {{"kind", "give_up"},
-                                         {"reason", reason},
-                                         {"exit_code", code},
-                                         {"spends_budget", false},
-                                         {"attempt", number}}));
+  json dj = decision_fields(GiveUp{code, reason});
+  dj["attempt"] = number;
+  GRPO_TRY_STATUS(record(ev::kDecision, dj));
   GRPO_TRY_STATUS(transition(Trigger::kGiveUp, reason));
   spdlog::error("giving up: {} (exit {})", reason, code);
-  GRPO_TRY_STATUS(record(ev::kRunFinished, {{"state", "failed"}, {"exit_code", code}}));
-  tick(true);
-  d_.status.finish(summary_, d_.clock.wall());
-  return code;
+  return finish_run("failed", code);
 }
 
 core::Result<std::variant<int, bool>> Supervisor::check_nodes(

@@ -180,7 +180,7 @@ core::Result<Supervisor::Ending> Supervisor::watch(Attempt& a) {
     GRPO_TRY_STATUS(take_events(a));
     const double now = d_.clock.now();
     GRPO_TRY_STATUS(take_signals(a, now));
-    GRPO_TRY_STATUS(check_nodes(a, now));
+    GRPO_TRY_STATUS(check_step_nodes(a, now));
     GRPO_TRY_STATUS(check_disk_progress(a, now));
     if (a.exit) break;
     GRPO_TRY_STATUS(check_hangs(a, now));
@@ -269,7 +269,7 @@ core::Status Supervisor::take_signals(Attempt& a, double now) {
 // for its resources ("step creation temporarily disabled") and the old one's ranks report
 // COMM_ERROR. While the attempt is not healthy, or a COMM_ERROR waits for its cause, ask
 // Slurm every kNodeCheckS about the step's nodes.
-core::Status Supervisor::check_nodes(Attempt& a, double now) {
+core::Status Supervisor::check_step_nodes(Attempt& a, double now) {
   if (d_.job.under_slurm() && !a.teardown && !a.hosts.empty() &&
       now - a.last_node_check >= kNodeCheckS &&
       (a.comm_seen_at || summary_.state == RunState::kLaunching ||

@@ -110,6 +110,10 @@ struct RunSummary {
 
 // Folds one event into the summary. Unknown event types are ignored (forward compatible);
 // malformed known events are errors (kParse) naming the event's seq.
+// A `decision` event's fields for `d` (docs/events.md): kind, reason, spends_budget, and a
+// restart's delay, exclusions and remediation or a give-up's exit code.
+nlohmann::json decision_fields(const Decision& d);
+
 core::Status apply_event(RunSummary& summary, const nlohmann::json& event);
 core::Result<RunSummary> replay(const std::vector<nlohmann::json>& events);
 

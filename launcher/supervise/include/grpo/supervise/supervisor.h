@@ -184,7 +184,7 @@ class Supervisor {
   // watch()'s steps, in the order each poll runs them (supervisor_watch.cpp).
   core::Status take_events(Attempt& a);
   core::Status take_signals(Attempt& a, double now);
-  core::Status check_nodes(Attempt& a, double now);
+  core::Status check_step_nodes(Attempt& a, double now);
   core::Status check_disk_progress(Attempt& a, double now);
   core::Status check_hangs(Attempt& a, double now);
   core::Status act_on_failures(Attempt& a, double now);
@@ -211,6 +211,19 @@ class Supervisor {
   // The run is `succeeded`: the HF export when asked (supervisor_export.cpp), `run_finished`,
   // the final status; returns 0, or 85 when the export failed.
   core::Result<int> finish_succeeded();
+  // run()'s steps (supervisor.cpp): the nodes of the next attempt, an ended attempt's root
+  // cause and its events, the policy's decision, a restart, a requeue, the run's end.
+  std::vector<std::string> attempt_hosts(int nodes) const;
+  int available_nodes() const;
+  Failure root_cause(const Attempt& a);
+  core::Status record_failure(const Attempt& a, const Failure& failure, double duration);
+  core::Result<Decision> record_decision(const Attempt& a, const Failure& failure,
+                                         const History& prior, const Context& ctx);
+  // nullopt: go on with the next attempt; else the exit code (a signal during the backoff).
+  core::Result<std::optional<int>> restart(const Restart& r, int number, const History& prior,
+                                           const Context& ctx);
+  core::Result<int> requeue(const std::string& reason);
+  core::Result<int> finish_run(const char* state, int code);
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
   core::Result<std::optional<Failure>> check_end_time(double now);
