@@ -16,7 +16,6 @@
 namespace grpo::core {
 namespace {
 
-namespace fs = std::filesystem;
 
 struct Name {
   std::string_view value;
@@ -46,26 +45,17 @@ bool spells(const std::string& line, const Name& n) {
 }
 
 TEST(RunDirContract, NamesAreSpelledOnlyHere) {
-  std::vector<std::string> found;
   std::size_t files = 0;
-  for (const char* root : {"launcher", "trainer"}) {
-    for (const auto& e : fs::recursive_directory_iterator(test::source_dir() / root)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
-      if (e.path().filename() == "run_dir.h") continue;
-      ++files;
-      std::ifstream in(e.path());
-      std::string line;
-      for (int no = 1; std::getline(in, line); ++no) {
+  const auto found = test::product_lines_spelling(
+      "run_dir.h",
+      [](const std::string& line) {
+        std::vector<std::string> out;
         for (const Name& n : contract()) {
-          if (spells(line, n)) {
-            found.push_back(fs::relative(e.path(), test::source_dir()).string() + ":" +
-                            std::to_string(no) + ": " + std::string(n.value));
-          }
+          if (spells(line, n)) out.emplace_back(n.value);
         }
-      }
-    }
-  }
+        return out;
+      },
+      files);
   EXPECT_GT(files, 100u);
   for (const auto& f : found) ADD_FAILURE() << f << " (name it through grpo/core/run_dir.h)";
 }

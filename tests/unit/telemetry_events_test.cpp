@@ -19,7 +19,6 @@
 namespace grpo::core {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::vector<std::string> event_types() {
   using namespace telemetry::event;
@@ -67,28 +66,19 @@ bool spells(const std::string& line, const std::string& name, bool code) {
 }
 
 TEST(TelemetryContract, TypesAreSpelledOnlyHere) {
-  std::vector<std::string> found;
   std::size_t files = 0;
-  for (const char* root : {"launcher", "trainer"}) {
-    for (const auto& e : fs::recursive_directory_iterator(test::source_dir() / root)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
-      if (e.path().filename() == "telemetry_events.h") continue;
-      ++files;
-      std::ifstream in(e.path());
-      std::string line;
-      for (int no = 1; std::getline(in, line); ++no) {
+  const auto found = test::product_lines_spelling(
+      "telemetry_events.h",
+      [](const std::string& line) {
+        std::vector<std::string> out;
         for (const auto& [names, code] : {std::pair{event_types(), false}, {error_codes(), true}}) {
           for (const auto& n : names) {
-            if (spells(line, n, code)) {
-              found.push_back(fs::relative(e.path(), test::source_dir()).string() + ":" +
-                              std::to_string(no) + ": " + n);
-            }
+            if (spells(line, n, code)) out.push_back(n);
           }
         }
-      }
-    }
-  }
+        return out;
+      },
+      files);
   EXPECT_GT(files, 100u);
   for (const auto& f : found)
     ADD_FAILURE() << f << " (name it through grpo/core/telemetry_events.h)";

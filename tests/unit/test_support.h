@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "grpo/core/catalog.h"
 #include "grpo/core/engine_versions.h"
@@ -19,6 +21,36 @@ namespace grpo::test {
 
 inline std::filesystem::path source_dir() {
   return GRPO_SOURCE_DIR;
+}
+
+// The contract tests (run_dir_test, telemetry_events_test, verl_keys_test): every line of the
+// product sources (.cpp and .h under launcher/ and trainer/) but the contract's own header, as
+// "path:line", for which `finds` names what the line spells; those are returned, and `files` is
+// how many files were read.
+inline std::vector<std::string> product_lines_spelling(
+    const std::string& contract_header,
+    const std::function<std::vector<std::string>(const std::string& line)>& finds,
+    std::size_t& files) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  files = 0;
+  for (const char* root : {"launcher", "trainer"}) {
+    for (const auto& e : fs::recursive_directory_iterator(source_dir() / root)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
+      if (e.path().filename() == contract_header) continue;
+      ++files;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int no = 1; std::getline(in, line); ++no) {
+        for (const auto& what : finds(line)) {
+          found.push_back(fs::relative(e.path(), source_dir()).string() + ":" + std::to_string(no) +
+                          ": " + what);
+        }
+      }
+    }
+  }
+  return found;
 }
 
 // The profiles and models shipped in profiles/ (nothing else on the search path).

@@ -16,7 +16,6 @@
 namespace grpo::core {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::vector<std::string> contract_keys() {
   using namespace verl_key;
@@ -67,26 +66,17 @@ bool spells(const std::string& line, const std::string& key) {
 }
 
 TEST(VerlKeyContract, KeysAreSpelledOnlyHere) {
-  std::vector<std::string> found;
   std::size_t files = 0;
-  for (const char* root : {"launcher", "trainer"}) {
-    for (const auto& e : fs::recursive_directory_iterator(test::source_dir() / root)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
-      if (e.path().filename() == "verl_keys.h") continue;
-      ++files;
-      std::ifstream in(e.path());
-      std::string line;
-      for (int no = 1; std::getline(in, line); ++no) {
+  const auto found = test::product_lines_spelling(
+      "verl_keys.h",
+      [](const std::string& line) {
+        std::vector<std::string> out;
         for (const auto& k : contract_keys()) {
-          if (spells(line, k)) {
-            found.push_back(fs::relative(e.path(), test::source_dir()).string() + ":" +
-                            std::to_string(no) + ": " + k);
-          }
+          if (spells(line, k)) out.push_back(k);
         }
-      }
-    }
-  }
+        return out;
+      },
+      files);
   EXPECT_GT(files, 100u);
   for (const auto& f : found) ADD_FAILURE() << f << " (name it through grpo/core/verl_keys.h)";
 }
