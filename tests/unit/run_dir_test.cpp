@@ -16,7 +16,6 @@
 namespace grpo::core {
 namespace {
 
-
 struct Name {
   std::string_view value;
   bool folder;  // a bare word: only a path join (/ "x", "/x", "x/") counts as spelling it

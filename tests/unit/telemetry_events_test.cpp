@@ -19,7 +19,6 @@
 namespace grpo::core {
 namespace {
 
-
 std::vector<std::string> event_types() {
   using namespace telemetry::event;
   return {kStart,

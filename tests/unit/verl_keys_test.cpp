@@ -16,7 +16,6 @@
 namespace grpo::core {
 namespace {
 
-
 std::vector<std::string> contract_keys() {
   using namespace verl_key;
   return {kTrainBatchSize,

@@ -242,8 +242,8 @@ RolloutChoice choose_rollout(Plan& plan, const EngineVersions& engines) {
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const LayoutConstraints& k = plan.constraints;
-  [[maybe_unused]] const int world = c.world_size();
-  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  const int world = c.world_size();
+  const int gpn = c.gpus_per_node;
   // 1. The rollout engine: its TP does not interact with the actor layout (verl reshards the
   //    weights between them), so pick the fastest legal rollout TP whose weights fit the budget.
   std::vector<int> rtps =
@@ -300,8 +300,6 @@ bool choose_backend(Plan& plan) {
   const ModelSpec& m = plan.model;
   const ClusterProfile& c = plan.cluster;
   const LayoutConstraints& k = plan.constraints;
-  [[maybe_unused]] const int world = c.world_size();
-  [[maybe_unused]] const int gpn = c.gpus_per_node;
   // 2. The actor: (tp, pp, cp, ep, etp) shapes, then micro batch, offload and recompute.
   //    FSDP (--set backend=fsdp) has one shape: every state sharded over all ranks, CP the
   //    Ulysses size (1 unless fixed); Megatron-only settings fixed with it are refused.
@@ -362,8 +360,8 @@ void search_layouts(Search& search, const EngineVersions& engines, int rollout_t
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const LayoutConstraints& k = plan.constraints;
-  [[maybe_unused]] const int world = c.world_size();
-  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  const int world = c.world_size();
+  const int gpn = c.gpus_per_node;
   const bool fsdp = k.fsdp.value_or(false);
   const std::vector<int> tps = fsdp ? std::vector<int>{1} : fixed_or(k.tp, divisors(gpn, gpn));
   const std::vector<int> pps =
@@ -470,15 +468,13 @@ bool report_infeasible(Plan& plan, Search& search, const RolloutChoice& rollout)
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const LayoutConstraints& k = plan.constraints;
-  [[maybe_unused]] const int world = c.world_size();
-  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  const int world = c.world_size();
   if (!rollout.fits) {
     const RolloutMemory& r = rollout.largest;
     plan.diagnostics.push_back(make_diag(
         DiagCode::kOomRisk, "gpu_memory_utilization",
-        "rollout weights " + format_gib(r.weights) +
-            " per device at rollout TP=" + std::to_string(r.rollout_tp) +
-            " (the largest legal) plus " + format_gib(r.workspace) +
+        "rollout weights " + format_gib(r.weights) + " per device at rollout TP=" +
+            std::to_string(r.rollout_tp) + " (the largest legal) plus " + format_gib(r.workspace) +
             " workspace exceed the rollout budget of " + format_gib(r.budget) +
             " (gpu_memory_utilization " + format_fixed(w.gpu_memory_utilization, 2) + ")",
         r.utilization_needed < 0.95
@@ -536,8 +532,7 @@ void finish_winner(Plan& plan, Search& search, const PlanRequest& req) {
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const LayoutConstraints& k = plan.constraints;
-  [[maybe_unused]] const int world = c.world_size();
-  [[maybe_unused]] const int gpn = c.gpus_per_node;
+  const int gpn = c.gpus_per_node;
   std::sort(search.fitting.begin(), search.fitting.end(), better);
   plan.feasible = true;
   plan.best = search.fitting.front();
