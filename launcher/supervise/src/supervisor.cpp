@@ -429,7 +429,7 @@ core::Result<int> Supervisor::run() {
     if (const auto* q = std::get_if<Requeue>(&decision)) {
       GRPO_TRY_STATUS(transition(Trigger::kRequeue, q->reason));
       spdlog::info("requeueing job {}", job_id.value_or("?"));
-      return requeue(q->reason);
+      return requeue();
     }
     const auto& g = std::get<GiveUp>(decision);
     GRPO_TRY_STATUS(transition(Trigger::kGiveUp, g.reason));
@@ -553,12 +553,12 @@ core::Result<std::optional<int>> Supervisor::restart(const Restart& r, int numbe
   dj["attempt"] = number;
   GRPO_TRY_STATUS(record(ev::kDecision, dj));
   GRPO_TRY_STATUS(transition(Trigger::kRequeue, describe(Failure{p})));
-  GRPO_TRY(const int code, requeue(describe(Failure{p})));
+  GRPO_TRY(const int code, requeue());
   return std::optional<int>{code};
 }
 
 // The run ends `requeued` and asks Slurm to requeue the job (its next supervisor continues).
-core::Result<int> Supervisor::requeue(const std::string& /*reason*/) {
+core::Result<int> Supervisor::requeue() {
   GRPO_TRY(const int code, finish_run("requeued", kExitRequeue));
   if (auto st = d_.job.requeue(); !st.ok()) {
     spdlog::error("scontrol requeue failed: {}; the job ends with exit {}", st.error().message,

@@ -222,7 +222,7 @@ class Supervisor {
   // nullopt: go on with the next attempt; else the exit code (a signal during the backoff).
   core::Result<std::optional<int>> restart(const Restart& r, int number, const History& prior,
                                            const Context& ctx);
-  core::Result<int> requeue(const std::string& reason);
+  core::Result<int> requeue();
   core::Result<int> finish_run(const char* state, int code);
   core::Status warn(const std::string& kind, const std::string& message);
   core::Status count_warnings();
