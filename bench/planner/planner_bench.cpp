@@ -2,8 +2,8 @@
 #include <benchmark/benchmark.h>
 
 #include "grpo/core/catalog.h"
-#include "grpo/core/planner.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/plan/planner.h"
 
 namespace {
 

@@ -5,12 +5,12 @@
 
 #include "commands.h"
 #include "exit_codes.h"
-#include "grpo/core/checker.h"
 #include "grpo/core/json_text.h"
-#include "grpo/core/plan_render.h"
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/plan/plan_render.h"
+#include "grpo/verl/checker.h"
 
 namespace grpo::cli {
 namespace {

@@ -6,13 +6,13 @@
 #include "exit_codes.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/json_text.h"
-#include "grpo/core/plan_render.h"
-#include "grpo/core/planner.h"
-#include "grpo/core/shell_quote.h"
-#include "grpo/core/trainer_args.h"
-#include "grpo/core/verl_script.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/job/trainer_args.h"
+#include "grpo/plan/plan_render.h"
+#include "grpo/plan/planner.h"
+#include "grpo/shell/shell_quote.h"
+#include "grpo/verl/verl_script.h"
 
 namespace grpo::cli {
 

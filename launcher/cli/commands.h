@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "grpo/core/planner.h"
 #include "grpo/core/result.h"
+#include "grpo/plan/planner.h"
 
 namespace grpo::cli {
 

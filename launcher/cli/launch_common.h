@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "commands.h"
-#include "grpo/core/planner.h"
-#include "grpo/core/run_spec.h"
-#include "grpo/core/sbatch_script.h"
+#include "grpo/job/run_spec.h"
+#include "grpo/job/sbatch_script.h"
+#include "grpo/plan/planner.h"
 #include "grpo/supervise/supervisor.h"
 
 namespace grpo::cli {

@@ -10,7 +10,7 @@
 #include "cli_docs.h"
 #include "commands.h"
 #include "exit_codes.h"
-#include "grpo/core/shell_quote.h"
+#include "grpo/shell/shell_quote.h"
 #include "grpo/supervise/phase_timeouts.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace grpo::core;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "grpo/core/checker.h"
+#include "grpo/verl/checker.h"
 
 namespace {
 

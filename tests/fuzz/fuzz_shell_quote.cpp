@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "grpo/core/shell_quote.h"
+#include "grpo/shell/shell_quote.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

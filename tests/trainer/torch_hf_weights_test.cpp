@@ -10,8 +10,8 @@
 #include <fstream>
 #include <map>
 
-#include "grpo/core/hf_export.h"
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/hf_export.h"
+#include "grpo/hf/safetensors_header.h"
 #include "hf_weights.h"
 
 namespace grpo::trainer {

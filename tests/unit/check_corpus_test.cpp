@@ -8,10 +8,10 @@
 #include <sstream>
 #include <tuple>
 
-#include "grpo/core/checker.h"
 #include "grpo/core/engine_versions.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/verl/checker.h"
 #include "test_support.h"
 
 namespace grpo::core {

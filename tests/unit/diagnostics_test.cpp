@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "grpo/core/env_contract.h"
-#include "grpo/core/layout.h"
-#include "grpo/core/planner.h"
+#include "grpo/plan/env_contract.h"
+#include "grpo/plan/layout.h"
+#include "grpo/plan/planner.h"
 #include "test_support.h"
 
 namespace grpo::core {

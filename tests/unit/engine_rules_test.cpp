@@ -7,8 +7,8 @@
 
 #include "grpo/core/engine_versions.h"
 #include "grpo/core/family_rules.h"
-#include "grpo/core/layout.h"
-#include "grpo/core/planner.h"
+#include "grpo/plan/layout.h"
+#include "grpo/plan/planner.h"
 #include "test_support.h"
 
 namespace grpo::core {

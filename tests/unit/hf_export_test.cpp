@@ -8,8 +8,8 @@
 #include <map>
 
 #include "grpo/core/hf_config.h"
-#include "grpo/core/hf_export.h"
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/hf_export.h"
+#include "grpo/hf/safetensors_header.h"
 #include "test_support.h"
 
 namespace grpo::core {

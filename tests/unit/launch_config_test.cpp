@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "grpo/core/trainer_args.h"
+#include "grpo/job/trainer_args.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"

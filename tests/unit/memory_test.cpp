@@ -2,7 +2,7 @@
 // formulas). Every expected value below is derived in the comment above it.
 #include <gtest/gtest.h>
 
-#include "grpo/core/memory.h"
+#include "grpo/plan/memory.h"
 #include "test_support.h"
 
 namespace grpo::core {

@@ -2,8 +2,8 @@
 // decision tree as an outcome (docs/decision-tree.md explains each disagreement).
 #include <gtest/gtest.h>
 
-#include "grpo/core/plan_render.h"
-#include "grpo/core/planner.h"
+#include "grpo/plan/plan_render.h"
+#include "grpo/plan/planner.h"
 #include "test_support.h"
 
 namespace grpo::core {

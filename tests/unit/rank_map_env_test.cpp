@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "grpo/core/env_contract.h"
-#include "grpo/core/plan_render.h"
-#include "grpo/core/rank_map.h"
+#include "grpo/plan/env_contract.h"
+#include "grpo/plan/plan_render.h"
+#include "grpo/plan/rank_map.h"
 #include "test_support.h"
 
 namespace grpo::core {

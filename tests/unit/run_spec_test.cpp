@@ -1,6 +1,6 @@
 // run.json, the env.json / rankmap.json readers, the allocation check and srun's command line.
-#include "grpo/core/run_spec.h"
-#include "grpo/core/job_step.h"
+#include "grpo/job/run_spec.h"
+#include "grpo/job/job_step.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/safetensors_header.h"
 
 namespace grpo::core {
 namespace {

@@ -1,6 +1,6 @@
 // The sbatch script: the view (core::make_sbatch_view), its validation, the kainjow rendering,
 // golden files for three profiles, and the hostile-value tests (docs/sbatch-template.md).
-#include "grpo/core/sbatch_script.h"
+#include "grpo/job/sbatch_script.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "grpo/core/shell_quote.h"
 #include "grpo/render/sbatch_render.h"
+#include "grpo/shell/shell_quote.h"
 #include "grpo/slurm/process_runner.h"
 #include "test_support.h"
 

@@ -1,6 +1,6 @@
 // shell_quote / shell_join / split_command_line: vectors, and a round trip through a real bash
 // for every byte value and the hostile strings of the sbatch tests.
-#include "grpo/core/shell_quote.h"
+#include "grpo/shell/shell_quote.h"
 
 #include <gtest/gtest.h>
 

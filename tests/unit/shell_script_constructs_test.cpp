@@ -11,9 +11,9 @@
 #include <fstream>
 #include <map>
 
-#include "grpo/core/checker.h"
-#include "grpo/core/shell_script.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/shell/shell_script.h"
+#include "grpo/verl/checker.h"
 #include "test_support.h"
 
 namespace grpo::core {

@@ -1,7 +1,7 @@
 // The static shell reader: continuations, comments, quoting, assignments, expansions.
 #include <gtest/gtest.h>
 
-#include "grpo/core/shell_script.h"
+#include "grpo/shell/shell_script.h"
 
 namespace grpo::core {
 namespace {

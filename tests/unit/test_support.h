@@ -13,9 +13,9 @@
 
 #include "grpo/core/catalog.h"
 #include "grpo/core/engine_versions.h"
-#include "grpo/core/layout.h"
-#include "grpo/core/planner.h"
 #include "grpo/io/profile_store.h"
+#include "grpo/plan/layout.h"
+#include "grpo/plan/planner.h"
 
 namespace grpo::test {
 

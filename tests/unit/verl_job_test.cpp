@@ -2,7 +2,7 @@
 // the generated attempt and batch scripts (goldens, bash -n), hostile values reaching the driver
 // exactly (run against the stand-in Ray and verl of tests/integration/verl_standin), and verl's
 // console step lines as step events (supervise::parse_verl_step_line).
-#include "grpo/core/verl_job.h"
+#include "grpo/verl/verl_job.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "grpo/core/shell_quote.h"
 #include "grpo/render/sbatch_render.h"
+#include "grpo/shell/shell_quote.h"
 #include "grpo/slurm/process_runner.h"
 #include "grpo/supervise/self_save.h"
 #include "grpo/supervise/verl_engine.h"

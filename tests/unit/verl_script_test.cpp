@@ -10,11 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "grpo/core/checker.h"
-#include "grpo/core/plan_render.h"
-#include "grpo/core/shell_script.h"
 #include "grpo/core/text.h"
-#include "grpo/core/verl_script.h"
+#include "grpo/plan/plan_render.h"
+#include "grpo/shell/shell_script.h"
+#include "grpo/verl/checker.h"
+#include "grpo/verl/verl_script.h"
 #include "test_support.h"
 
 namespace grpo::core {

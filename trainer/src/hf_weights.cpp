@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "grpo/core/hf_export.h"
+#include "grpo/hf/hf_export.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/trainer/hf_checkpoint.h"
 #include "grpo/trainer/system_info.h"

@@ -1,7 +1,7 @@
 #include "grpo/trainer/parallel.h"
 
-#include "grpo/core/layout.h"
-#include "grpo/core/rank_map.h"
+#include "grpo/plan/layout.h"
+#include "grpo/plan/rank_map.h"
 
 namespace grpo::trainer {
 using core::ErrorKind;

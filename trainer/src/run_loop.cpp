@@ -12,8 +12,8 @@
 
 #include "full_model.h"
 #include "grpo/core/checkpoint_interval.h"
-#include "grpo/core/plan_render.h"
 #include "grpo/core/telemetry_events.h"
+#include "grpo/plan/plan_render.h"
 #include "grpo/trainer/exit_codes.h"
 #include "grpo/trainer/system_info.h"
 #include "run_control.h"

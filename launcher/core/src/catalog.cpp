@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "grpo/core/env_contract.h"
 #include "grpo/core/hf_config.h"
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "grpo/core/job_step.h"
-#include "grpo/core/run_spec.h"
+#include "grpo/job/job_step.h"
+#include "grpo/job/run_spec.h"
 #include "grpo/supervise/clock.h"
 #include "grpo/supervise/output_parsing.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/safetensors_header.h"
 #include "grpo/io/mapped_file.h"
 
 namespace grpo::trainer {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/core/safetensors_header.h"
+#include "grpo/hf/safetensors_header.h"
 #include "grpo/trainer/torch_compat.h"
 
 namespace grpo::trainer {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/core/sbatch_script.h"
+#include "grpo/job/sbatch_script.h"
 
 namespace grpo::render {
 

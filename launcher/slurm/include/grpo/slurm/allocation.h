@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "grpo/core/job_step.h"
 #include "grpo/core/result.h"
+#include "grpo/job/job_step.h"
 #include "grpo/slurm/slurm_job.h"
 
 namespace grpo::slurm {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "grpo/core/job_step.h"
 #include "grpo/core/result.h"
+#include "grpo/job/job_step.h"
 
 namespace grpo::slurm {
 
