@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "grpo/core/hf_config.h"
+#include "grpo/core/owned_env.h"
 #include "grpo/core/text.h"
 #include "grpo/core/toml_reader.h"
 

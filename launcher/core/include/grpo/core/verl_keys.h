@@ -1,12 +1,15 @@
 // The verl keys both sides of grpo-launch spell (issue 33: "each contract defined once"): the
 // planner hands grpo-trainer its layout and workload through them (trainer_args.h), grpo-trainer
-// reads them (trainer/src/config.cpp key_defs), `check` reads them from verl scripts
+// reads them (trainer/common/src/config.cpp key_defs), `check` reads them from verl scripts
 // (checker_run.h), and the supervisor names the one it lowers after an OOM. Each is spelled here
 // only; VerlKeyContract.KeysAreSpelledOnlyHere (tests/unit/verl_keys_test.cpp) fails on one
 // written as a literal anywhere else in launcher/ or trainer/. The names are verl's (verl/trainer/
 // config/*.yaml); trainer.sft_batch_size, trainer.sft_warmup_steps, trainer.device and the
 // other grpo-trainer extensions are documented in docs/trainer-config.md.
 #pragma once
+
+#include <string>
+#include <string_view>
 
 namespace grpo::core::verl_key {
 
@@ -58,5 +61,13 @@ inline constexpr const char* kSftWarmupSteps = "trainer.sft_warmup_steps";  // g
 inline constexpr const char* kSftBatchSize = "trainer.sft_batch_size";      // grpo-trainer's
 inline constexpr const char* kDevice = "trainer.device";                    // grpo-trainer's
 inline constexpr const char* kAsyncSave = "trainer.async_save";             // grpo-trainer's
+
+// One Hydra override as verl's command line takes it: "key=value".
+inline std::string setting(std::string_view key, std::string_view value) {
+  std::string out(key);
+  out += '=';
+  out += value;
+  return out;
+}
 
 }  // namespace grpo::core::verl_key

@@ -33,11 +33,4 @@ EnvContract build_env(const ClusterProfile& cluster, const Layout& layout);
 // The full environment of one rank: job + its node's + its per-rank variables.
 EnvMap rank_env(const EnvContract& env, const RankMap& map, int global_rank);
 
-// Whether `name` is one of grpo-launch's own variables: the layout it exports to the job
-// (GRPO_TP, ...), the run's files (GRPO_RUN_DIR, ...), what the supervisor hands its scripts
-// (GRPO_ATTEMPT, GRPO_VERL_*, GRPO_MTBF_*) and what its programs read (GRPO_FAULT,
-// GRPO_PROFILE_DIR, GRPO_LAUNCH_PROFILE_PATH). A profile's [env] cannot set one: it would change
-// what the launcher does, not what the job sees (docs/security.md).
-bool is_launcher_owned_env(std::string_view name);
-
 }  // namespace grpo::core
