@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "grpo/process/process_runner.h"
 #include "grpo/render/sbatch_render.h"
 #include "grpo/shell/shell_quote.h"
-#include "grpo/slurm/process_runner.h"
 #include "test_support.h"
 
 namespace grpo::core {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 
 namespace grpo::core {
 namespace {

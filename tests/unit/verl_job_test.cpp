@@ -12,9 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "grpo/process/process_runner.h"
 #include "grpo/render/sbatch_render.h"
 #include "grpo/shell/shell_quote.h"
-#include "grpo/slurm/process_runner.h"
 #include "grpo/supervise/self_save.h"
 #include "grpo/supervise/verl_engine.h"
 #include "test_support.h"

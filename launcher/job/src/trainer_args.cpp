@@ -18,33 +18,33 @@ bool is_trainer_key(std::string_view key) {
 }
 
 std::vector<std::string> trainer_settings(const Plan& plan) {
+  using verl_key::setting;
   const WorkloadSpec& w = plan.workload;
+  const bool cpu = plan.cluster.device.vendor == DeviceVendor::kCpu;
+  // The embedded plan's generation batch (what fits), else the workload's.
+  const auto rollout_seqs = plan.best.memory.embedded_rollout_seqs > 0
+                                ? plan.best.memory.embedded_rollout_seqs
+                                : w.max_num_seqs;
+  // verl's Megatron key and names (PrecisionType): bf16 trains with fp32 master weights.
+  const char* dtype = w.dtype == Dtype::kFp32   ? "float32"
+                      : w.dtype == Dtype::kBf16 ? "bfloat16"
+                                                : "float16";
   return {
-      std::string(verl_key::kTrainBatchSize) + "=" + std::to_string(w.train_batch_size),
-      std::string(verl_key::kRolloutN) + "=" + std::to_string(w.rollout_n),
-      // The embedded plan's generation batch (what fits), else the workload's.
-      std::string(verl_key::kRolloutMaxNumSeqs) + "=" +
-          std::to_string(plan.best.memory.embedded_rollout_seqs > 0
-                             ? plan.best.memory.embedded_rollout_seqs
-                             : w.max_num_seqs),
-      std::string(verl_key::kMiniBatch) + "=" + std::to_string(w.ppo_mini_batch_size),
-      std::string(verl_key::kPpoEpochs) + "=" + std::to_string(w.ppo_epochs),
-      std::string(verl_key::kMaxPromptLength) + "=" + std::to_string(w.max_prompt_length),
-      std::string(verl_key::kMaxResponseLength) + "=" + std::to_string(w.max_response_length),
-      std::string(verl_key::kUseKlLoss) + "=" + (w.use_kl_loss ? "true" : "false"),
-      // verl's Megatron key and names (PrecisionType): bf16 trains with fp32 master weights.
-      std::string(verl_key::kMegatronDtype) + "=" +
-          (w.dtype == Dtype::kFp32   ? "float32"
-           : w.dtype == Dtype::kBf16 ? "bfloat16"
-                                     : "float16"),
+      setting(verl_key::kTrainBatchSize, std::to_string(w.train_batch_size)),
+      setting(verl_key::kRolloutN, std::to_string(w.rollout_n)),
+      setting(verl_key::kRolloutMaxNumSeqs, std::to_string(rollout_seqs)),
+      setting(verl_key::kMiniBatch, std::to_string(w.ppo_mini_batch_size)),
+      setting(verl_key::kPpoEpochs, std::to_string(w.ppo_epochs)),
+      setting(verl_key::kMaxPromptLength, std::to_string(w.max_prompt_length)),
+      setting(verl_key::kMaxResponseLength, std::to_string(w.max_response_length)),
+      setting(verl_key::kUseKlLoss, w.use_kl_loss ? "true" : "false"),
+      setting(verl_key::kMegatronDtype, dtype),
       // GPU profiles train on the GPUs; the embedded trainer has no Ascend backend
       // (embedded_trainer_unsupported_device says so before anything starts).
-      std::string(verl_key::kDevice) + "=" +
-          (plan.cluster.device.vendor == DeviceVendor::kCpu ? "cpu" : "cuda"),
+      setting(verl_key::kDevice, cpu ? "cpu" : "cuda"),
       // A background checkpoint writer needs a spare core: GPU hosts have them; on a CPU profile
       // every core trains and overlapped steps ran 2-4x slower (bench/checkpoint/RESULTS.md).
-      std::string(verl_key::kAsyncSave) + "=" +
-          (plan.cluster.device.vendor == DeviceVendor::kCpu ? "false" : "true"),
+      setting(verl_key::kAsyncSave, cpu ? "false" : "true"),
   };
 }
 
@@ -96,7 +96,7 @@ std::vector<std::string> trainer_layout_settings(const Layout& layout) {
     // The stage split means something only with PP > 1.
     const bool stage_split = k.trainer_key.rfind(verl_key::kTransformerConfig, 0) == 0;
     if (stage_split && layout.dims.pp <= 1) continue;
-    out.push_back(std::string(k.trainer_key) + "=" + k.value(layout));
+    out.push_back(verl_key::setting(k.trainer_key, k.value(layout)));
   }
   return out;
 }

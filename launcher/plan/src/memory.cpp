@@ -229,30 +229,24 @@ RolloutMemory estimate_rollout_memory(const ModelSpec& m, const ClusterProfile& 
   return r;
 }
 
-MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
-                               const Layout& l) {
-  if (l.fsdp) return estimate_fsdp_memory(m, c, w, l);
-  MemoryEstimate est;
-  const double device_bytes = c.device.memory_gib * kGiB;
-  const double capacity = device_bytes * (1.0 - w.memory_headroom);
-  const double overhead = runtime_overhead_bytes(c.device.vendor);
-  const double wb = weight_bytes(w.dtype);
-  const ParallelDims& d = l.dims;
-  const double world = c.world_size();
+namespace {
 
-  // --- Actor parameters, gradients, optimizer states on the worst stage.
-  est.actor = sharded_params(m, l);
-  const ShardedParams& p = est.actor;
+// The actor's state on the worst stage's device, in bytes, and what stays resident beside it.
+struct ActorState {
+  double weights = 0;
+  double grads = 0;
+  double opt = 0;
+  double ref_weights = 0;
+  double kept_rollout = 0;  // grpo-trainer's own rollout weights
+};
+
+// Adam's states: with LoRA the adapters' (sharded over DP x CP with the distributed optimizer),
+// else the stage's parameters (the non-expert ones over DP x CP, the experts over EDP).
+double actor_optimizer_bytes(const WorkloadSpec& w, const Layout& l, const ShardedParams& p,
+                             double adapters, double world) {
+  const ParallelDims& d = l.dims;
   const double dp_shards = static_cast<double>(d.dp) * d.cp;
   const double edp = std::max(1.0, world / (static_cast<double>(d.etp) * d.ep * d.pp));
-  const double weights = wb * p.total();
-  // With LoRA only the adapters (this device's share of them) have gradients and Adam states;
-  // the base weights stay frozen in the model dtype and the reference is the actor with the
-  // adapters switched off.
-  const double total_params = static_cast<double>(count_params(m).total());
-  const double adapters =
-      w.lora.active() ? lora_params(m, w.lora) * p.total() / std::max(1.0, total_params) : 0.0;
-  const double grads = w.lora.active() ? kGradBytes * adapters : kGradBytes * p.total();
   double opt = 0;
   if (w.lora.active()) {
     opt = optimizer_bytes(w.dtype) * adapters / (l.distributed_optimizer ? dp_shards : 1.0);
@@ -264,14 +258,18 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
   // Megatron-Core's CPU optimizer keeps optimizer_offload_fraction of the states (and their
   // fp32 master weights) on the host.
   if (l.offload.cpu_optimizer) opt *= std::clamp(1.0 - l.offload.cpu_optimizer_fraction, 0.0, 1.0);
-  const double ref_weights = w.use_kl_loss && !w.lora.active() ? weights : 0.0;
-  // grpo-trainer generates with weights of its own that stay resident through training
-  // (docs/memory-model.md "The embedded trainer's rollout weights"): under PP every rank holds
-  // every layer's shard (each rank generates through the whole depth), and with rollout TP = 1
-  // under TP or EP a whole copy, gathered from the shards before each rollout.
+  return opt;
+}
+
+// grpo-trainer generates with weights of its own that stay resident through training
+// (docs/memory-model.md "The embedded trainer's rollout weights"): under PP every rank holds
+// every layer's shard (each rank generates through the whole depth), and with rollout TP = 1
+// under TP or EP a whole copy, gathered from the shards before each rollout. `weights`: the
+// stage's own weights.
+double kept_rollout_bytes(const ModelSpec& m, const Layout& l, double wb, double weights) {
   double kept_rollout = 0;
   if (l.embedded_trainer) {
-    if (d.pp > 1) {
+    if (l.dims.pp > 1) {
       Layout all_layers = l;
       all_layers.dims.pp = 1;
       all_layers.first_stage_layers = 0;
@@ -282,8 +280,36 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       kept_rollout += wb * static_cast<double>(count_params(m).total());
     }
   }
+  return kept_rollout;
+}
 
-  // --- Activations and logits of one micro batch on each stage, with the 1F1B in-flight count.
+ActorState actor_state(const ModelSpec& m, const WorkloadSpec& w, const Layout& l,
+                       const ShardedParams& p, double world) {
+  ActorState a;
+  const double wb = weight_bytes(w.dtype);
+  a.weights = wb * p.total();
+  // With LoRA only the adapters (this device's share of them) have gradients and Adam states;
+  // the base weights stay frozen in the model dtype and the reference is the actor with the
+  // adapters switched off.
+  const double total_params = static_cast<double>(count_params(m).total());
+  const double adapters =
+      w.lora.active() ? lora_params(m, w.lora) * p.total() / std::max(1.0, total_params) : 0.0;
+  a.grads = w.lora.active() ? kGradBytes * adapters : kGradBytes * p.total();
+  a.opt = actor_optimizer_bytes(w, l, p, adapters, world);
+  a.ref_weights = w.use_kl_loss && !w.lora.active() ? a.weights : 0.0;
+  a.kept_rollout = kept_rollout_bytes(m, l, wb, a.weights);
+  return a;
+}
+
+// The activations and logits of one micro batch on the stage where they are largest together.
+struct StageTensors {
+  MemoryItem activations = MemoryItem::fixed("activations", 0);
+  MemoryItem logits = MemoryItem::fixed("logits", 0);
+};
+
+// Activations and logits of one micro batch on each stage, with the 1F1B in-flight count.
+StageTensors worst_stage_tensors(const ModelSpec& m, const WorkloadSpec& w, const Layout& l) {
+  const ParallelDims& d = l.dims;
   const memory_terms::TokenRange tokens = memory_terms::micro_batch_tokens(w, l, d.cp);
   const memory_terms::LayerActivation act = memory_terms::layer_activation_per_token(m, l);
   const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / std::max(1, d.dp);
@@ -291,8 +317,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
       std::max<std::int64_t>(1, per_rank / std::max(1, l.micro_batch));
   const LogprobPath path = memory_terms::logprob_path(w, true);
   const std::vector<int> stages = stage_layers(m, l);
-  MemoryItem activations = MemoryItem::fixed("activations", 0);
-  MemoryItem logits = MemoryItem::fixed("logits", 0);
+  StageTensors worst;
   std::int64_t layer = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const double in_flight = static_cast<double>(
@@ -316,87 +341,129 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, cons
     };
     MemoryItem stage_act{"activations", act_at(tokens.worst), act_at(tokens.floor)};
     MemoryItem stage_logits{"logits", logits_at(tokens.worst), logits_at(tokens.floor)};
-    if (stage_act.bytes + stage_logits.bytes > activations.bytes + logits.bytes) {
-      activations = std::move(stage_act);
-      logits = std::move(stage_logits);
+    if (stage_act.bytes + stage_logits.bytes > worst.activations.bytes + worst.logits.bytes) {
+      worst.activations = std::move(stage_act);
+      worst.logits = std::move(stage_logits);
     }
     layer += stages[s];
   }
+  return worst;
+}
 
-  // verl's offload moves state off the device between phases, not within one: for the update
-  // the actor's weights, gradients and optimizer states are all loaded back (megatron_workers
-  // update_actor); an offloaded reference stays on the host while the actor trains.
-  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
-  const RolloutMemory& r = est.engine;
-  est.training.phase = "training";
-  est.training.capacity = capacity;
-  est.training.items = {
-      MemoryItem::fixed("actor weights", weights),
-      MemoryItem::fixed("actor gradients", grads),
-      MemoryItem::fixed("actor optimizer states", opt),
-      activations,
-      logits,
-      MemoryItem::fixed("reference weights", l.offload.params ? 0.0 : ref_weights),
+// verl's offload moves state off the device between phases, not within one: for the update
+// the actor's weights, gradients and optimizer states are all loaded back (megatron_workers
+// update_actor); an offloaded reference stays on the host while the actor trains.
+PhaseMemory training_phase(const WorkloadSpec& w, const Layout& l, const ActorState& a,
+                           const StageTensors& t, double capacity, double overhead,
+                           double engine_budget) {
+  PhaseMemory training;
+  training.phase = "training";
+  training.capacity = capacity;
+  training.items = {
+      MemoryItem::fixed("actor weights", a.weights),
+      MemoryItem::fixed("actor gradients", a.grads),
+      MemoryItem::fixed("actor optimizer states", a.opt),
+      t.activations,
+      t.logits,
+      MemoryItem::fixed("reference weights", l.offload.params ? 0.0 : a.ref_weights),
       MemoryItem::fixed("runtime overhead", overhead),
   };
-  if (kept_rollout > 0) {
-    est.training.items.push_back(MemoryItem::fixed("rollout weights (kept)", kept_rollout));
+  if (a.kept_rollout > 0) {
+    training.items.push_back(MemoryItem::fixed("rollout weights (kept)", a.kept_rollout));
   }
   // Without free_cache_engine the rollout engine keeps its weights and KV cache during training.
   if (!w.free_cache_engine && !l.embedded_trainer) {
-    est.training.items.push_back(MemoryItem::fixed("rollout engine (kept)", r.budget));
+    training.items.push_back(MemoryItem::fixed("rollout engine (kept)", engine_budget));
   }
-  if (l.embedded_trainer) {
-    // grpo-trainer generates itself: each rank its replica's rows, at most max_num_seqs at a
-    // time, with the whole copy (rollout TP 1 under TP or EP) or the training layout's shards.
-    // The batch is the most sequences (up to the rows and max_num_seqs, at least 1) whose KV
-    // cache and prefill fit beside what stays resident.
-    const std::int64_t rows =
-        std::max<std::int64_t>(1, w.train_batch_size * w.rollout_n / std::max(1, d.dp));
-    const auto generation = [&](double seqs) {
-      return memory_terms::embedded_rollout(m, w.dtype, seqs,
-                                            static_cast<double>(w.max_prompt_length),
-                                            static_cast<double>(w.max_response_length),
-                                            l.embedded_whole_model_rollout() ? 1.0 : d.tp);
-    };
-    const memory_terms::EmbeddedRollout one = generation(1.0);
-    const double resident = weights + grads + opt + ref_weights + kept_rollout + overhead;
-    const double room = std::floor((capacity - resident) / (one.kv_cache + one.workspace));
-    est.embedded_rollout_seqs = std::clamp<std::int64_t>(
-        room > 0 ? static_cast<std::int64_t>(std::min(room, 1e15)) : 1, 1,
-        std::min<std::int64_t>(rows, std::max<std::int64_t>(1, w.max_num_seqs)));
-    const memory_terms::EmbeddedRollout g =
-        generation(static_cast<double>(est.embedded_rollout_seqs));
-    // No vLLM engine runs: its budget does not apply.
-    est.engine.weights_fit = true;
-    est.rollout.phase = "rollout";
-    est.rollout.capacity = capacity;
-    est.rollout.items = {
-        MemoryItem::fixed("actor weights", weights),
-        MemoryItem::fixed("actor gradients", grads),
-        MemoryItem::fixed("actor optimizer states", opt),
-        MemoryItem::fixed("reference weights", ref_weights),
-        MemoryItem::fixed("rollout weights (kept)", kept_rollout),
-        MemoryItem::fixed("rollout workspace", g.workspace),
-        MemoryItem::fixed("KV cache", g.kv_cache),
-        MemoryItem::fixed("runtime overhead", overhead),
-    };
-    return est;
-  }
+  return training;
+}
 
-  // --- Rollout: the engine's allocation on top of the actor state that stays resident.
-  est.rollout.phase = "rollout";
-  est.rollout.capacity = capacity;
-  est.rollout.items = {
-      MemoryItem::fixed("actor weights", l.offload.params ? 0.0 : weights),
-      MemoryItem::fixed("actor gradients", l.offload.params ? 0.0 : grads),
-      MemoryItem::fixed("actor optimizer states", l.offload.optimizer ? 0.0 : opt),
-      MemoryItem::fixed("reference weights", l.offload.params ? 0.0 : ref_weights),
+// grpo-trainer's generation of `seqs` sequences at once, with the whole copy (rollout TP 1
+// under TP or EP) or the training layout's shards.
+memory_terms::EmbeddedRollout embedded_generation(const ModelSpec& m, const WorkloadSpec& w,
+                                                  const Layout& l, double seqs) {
+  return memory_terms::embedded_rollout(m, w.dtype, seqs, static_cast<double>(w.max_prompt_length),
+                                        static_cast<double>(w.max_response_length),
+                                        l.embedded_whole_model_rollout() ? 1.0 : l.dims.tp);
+}
+
+// grpo-trainer generates itself: each rank its replica's rows, at most max_num_seqs at a time.
+// The batch is the most sequences (up to the rows and max_num_seqs, at least 1) whose KV cache
+// and prefill fit in `room` (the capacity beside what stays resident).
+std::int64_t embedded_rollout_batch(const ModelSpec& m, const WorkloadSpec& w, const Layout& l,
+                                    double room) {
+  const std::int64_t rows =
+      std::max<std::int64_t>(1, w.train_batch_size * w.rollout_n / std::max(1, l.dims.dp));
+  const memory_terms::EmbeddedRollout one = embedded_generation(m, w, l, 1.0);
+  const double seqs = std::floor(room / (one.kv_cache + one.workspace));
+  return std::clamp<std::int64_t>(
+      seqs > 0 ? static_cast<std::int64_t>(std::min(seqs, 1e15)) : 1, 1,
+      std::min<std::int64_t>(rows, std::max<std::int64_t>(1, w.max_num_seqs)));
+}
+
+// The embedded trainer's rollout: no vLLM engine, the whole actor state stays resident.
+PhaseMemory embedded_rollout_phase(const ActorState& a, const memory_terms::EmbeddedRollout& g,
+                                   double capacity, double overhead) {
+  PhaseMemory rollout;
+  rollout.phase = "rollout";
+  rollout.capacity = capacity;
+  rollout.items = {
+      MemoryItem::fixed("actor weights", a.weights),
+      MemoryItem::fixed("actor gradients", a.grads),
+      MemoryItem::fixed("actor optimizer states", a.opt),
+      MemoryItem::fixed("reference weights", a.ref_weights),
+      MemoryItem::fixed("rollout weights (kept)", a.kept_rollout),
+      MemoryItem::fixed("rollout workspace", g.workspace),
+      MemoryItem::fixed("KV cache", g.kv_cache),
+      MemoryItem::fixed("runtime overhead", overhead),
+  };
+  return rollout;
+}
+
+// Rollout: the engine's allocation on top of the actor state that stays resident.
+PhaseMemory engine_rollout_phase(const Layout& l, const ActorState& a, const RolloutMemory& r,
+                                 double capacity, double overhead) {
+  PhaseMemory rollout;
+  rollout.phase = "rollout";
+  rollout.capacity = capacity;
+  rollout.items = {
+      MemoryItem::fixed("actor weights", l.offload.params ? 0.0 : a.weights),
+      MemoryItem::fixed("actor gradients", l.offload.params ? 0.0 : a.grads),
+      MemoryItem::fixed("actor optimizer states", l.offload.optimizer ? 0.0 : a.opt),
+      MemoryItem::fixed("reference weights", l.offload.params ? 0.0 : a.ref_weights),
       MemoryItem::fixed("rollout weights", r.weights),
       MemoryItem::fixed("rollout workspace", r.workspace),
       MemoryItem::fixed("KV cache", r.kv_capacity),
       MemoryItem::fixed("runtime overhead", overhead),
   };
+  return rollout;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
+                               const Layout& l) {
+  if (l.fsdp) return estimate_fsdp_memory(m, c, w, l);
+  MemoryEstimate est;
+  const double device_bytes = c.device.memory_gib * kGiB;
+  const double capacity = device_bytes * (1.0 - w.memory_headroom);
+  const double overhead = runtime_overhead_bytes(c.device.vendor);
+  // Actor parameters, gradients, optimizer states on the worst stage.
+  est.actor = sharded_params(m, l);
+  const ActorState a = actor_state(m, w, l, est.actor, c.world_size());
+  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
+  est.training =
+      training_phase(w, l, a, worst_stage_tensors(m, w, l), capacity, overhead, est.engine.budget);
+  if (l.embedded_trainer) {
+    const double resident = a.weights + a.grads + a.opt + a.ref_weights + a.kept_rollout + overhead;
+    est.embedded_rollout_seqs = embedded_rollout_batch(m, w, l, capacity - resident);
+    est.engine.weights_fit = true;  // no vLLM engine runs: its budget does not apply
+    est.rollout = embedded_rollout_phase(
+        a, embedded_generation(m, w, l, static_cast<double>(est.embedded_rollout_seqs)), capacity,
+        overhead);
+    return est;
+  }
+  est.rollout = engine_rollout_phase(l, a, est.engine, capacity, overhead);
   apply_sglang_static_memory(est, w, device_bytes, static_cast<double>(w.seq_length()));
   apply_engine_worker_offload(est, w);
   return est;
