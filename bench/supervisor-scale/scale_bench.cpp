@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
 #include "grpo/supervise/output_parsing.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_clock.h"

@@ -16,7 +16,7 @@ enum ExitCode : int {
   kExitCantCreate = 73,   // the run directory or an output file cannot be written
   kExitRejected = 76,     // a service refused the request (sbatch error)
   // run / supervise end with the supervisor's decision instead: supervise::SupervisorExit
-  // (launcher/supervise/include/grpo/supervise/restart_policy.h), 75 and 80-84, 130.
+  // (launcher/runlog/include/grpo/runlog/restart_policy.h), 75 and 80-84, 130.
 };
 
 inline int exit_code_for(const core::Error& e) {

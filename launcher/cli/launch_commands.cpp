@@ -29,10 +29,10 @@
 #include "grpo/job/sbatch_script.h"
 #include "grpo/job/trainer_args.h"
 #include "grpo/plan/plan_render.h"
+#include "grpo/process/process_runner.h"
 #include "grpo/render/sbatch_render.h"
 #include "grpo/shell/shell_quote.h"
 #include "grpo/slurm/allocation.h"
-#include "grpo/slurm/process_runner.h"
 #include "grpo/slurm/sbatch.h"
 #include "grpo/slurm/slurm_job.h"
 #include "launch_common.h"
@@ -144,24 +144,162 @@ core::Result<std::string> load_sbatch_template(const LaunchArgs& args) {
   return load_template(args);
 }
 
-core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
-                               bool render_script) {
-  Prepared p;
-  p.plan = std::move(plan);
-  const auto [stamp, iso] = utc_now();
-  // The run directory: --run-dir, or runs/<model>-<profile>-<UTC time> under the current one.
+namespace {
+
+// The new run directory's options: --run-dir, or runs/<model>-<profile>-<stamp> under the
+// current one, with --spare-nodes. Errors: those of run_options; --spare-nodes without a batch
+// script (`run` starts no job).
+core::Result<core::SbatchRunOptions> new_run_options(const LaunchArgs& args, const core::Plan& plan,
+                                                     const std::string& stamp, bool render_script) {
   GRPO_TRY(core::SbatchRunOptions opts,
-           run_options(args.run_dir, core::sanitize_name(p.plan.model.name) + "-" +
-                                         core::sanitize_name(p.plan.cluster.name) + "-" + stamp));
+           run_options(args.run_dir, core::sanitize_name(plan.model.name) + "-" +
+                                         core::sanitize_name(plan.cluster.name) + "-" + stamp));
   if (args.supervisor.spare_nodes > 0 && !render_script) {
     return make_error(ErrorKind::kInvalidValue,
                       "--spare-nodes: spares are nodes the Slurm job asks for; `run` starts no "
                       "job (use submit, or an allocation with more nodes than the plan)");
   }
   opts.spare_nodes = args.supervisor.spare_nodes;
-  p.run_dir = opts.run_dir;
-  const std::string run_id = opts.run_id;
+  return opts;
+}
+
+// run.json without its trainer command: the run's identity and shape.
+core::RunSpec run_spec_without_trainer(const core::Plan& plan, const std::string& run_id,
+                                       const std::string& created_utc,
+                                       const core::SbatchView& view) {
+  core::RunSpec run;
+  run.run_id = run_id;
+  run.created_utc = created_utc;
+  run.profile = plan.cluster.name;
+  run.model = plan.model.name;
+  run.version = GRPO_VERSION;
+  run.nodes = plan.rank_map.nodes;
+  run.ranks_per_node = plan.rank_map.ranks_per_node;
+  run.cpus_per_task = view.cpus_per_task.empty() ? 0 : std::stoi(view.cpus_per_task);
+  return run;
+}
+
+// --trainer-cmd split into words. Errors: trainer settings, faults or --export-hf with it (they
+// are the embedded grpo-trainer's), its syntax.
+core::Result<std::vector<std::string>> external_trainer_command(const LaunchArgs& args) {
+  if (!args.trainer_sets.empty() || !args.faults.empty()) {
+    return make_error(
+        ErrorKind::kInvalidValue,
+        "--set " +
+            (args.trainer_sets.empty() ? std::string("--fault") : args.trainer_sets.front()) +
+            ": trainer settings and faults apply to the embedded grpo-trainer, "
+            "not to --trainer-cmd");
+  }
+  if (args.supervisor.export_hf) {
+    return make_error(ErrorKind::kInvalidValue,
+                      "--export-hf exports grpo-trainer's checkpoints; --trainer-cmd programs "
+                      "write their own");
+  }
+  auto argv = core::split_command_line(args.trainer_cmd);
+  if (!argv.ok()) {
+    return make_error(argv.error().kind, "--trainer-cmd: " + argv.error().message);
+  }
+  return std::move(argv).value();
+}
+
+// Errors: a trainer --set of a layout key, which the planner's own --set key sets.
+core::Status check_no_layout_sets(const std::vector<std::string>& trainer_sets) {
+  for (const auto& kv : trainer_sets) {
+    const auto eq = kv.find('=');
+    const std::string key = kv.substr(0, eq);
+    if (const std::string layout_key = core::layout_key_for_trainer_key(key); !layout_key.empty()) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "--set " + kv + ": set the layout with --set " + layout_key + "=" +
+                            (eq == std::string::npos ? "" : kv.substr(eq + 1)) +
+                            " (the planner checks it and passes it to the trainer)");
+    }
+  }
+  return core::ok_status();
+}
+
+// grpo-trainer's --model: a file made absolute, a catalog model's file, else the name as given.
+std::string trainer_model(const GlobalArgs& global, const std::string& given) {
+  std::string model = given;
+  if (looks_like_file(model)) {
+    std::error_code ec;
+    model = fs::absolute(model, ec).lexically_normal().string();
+  } else {
+    io::DirectorySourceProvider provider(
+        io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+    if (auto path = provider.locate(core::CatalogKind::kModel, model)) model = path->string();
+  }
+  return model;
+}
+
+void append_each(std::vector<std::string>& argv, const char* flag,
+                 const std::vector<std::string>& values) {
+  for (const auto& v : values) {
+    argv.push_back(flag);
+    argv.push_back(v);
+  }
+}
+
+// The embedded grpo-trainer (next to grpo-launch, else on PATH) with the plan's workload and
+// layout, then the user's trainer settings (the trainer applies --set in order: the last one
+// wins), then injected faults.
+std::vector<std::string> embedded_trainer_command(const GlobalArgs& global, const LaunchArgs& args,
+                                                  const core::Plan& plan,
+                                                  const std::string& run_dir) {
+  const fs::path next_to = io::executable_dir() / "grpo-trainer";
+  const std::string model = trainer_model(global, args.plan.model);
   std::error_code ec;
+  std::vector<std::string> argv = {fs::exists(next_to, ec) ? next_to.string() : "grpo-trainer",
+                                   "--model", model, "--run-dir", run_dir};
+  append_each(argv, "--set", core::trainer_settings(plan));
+  append_each(argv, "--set", core::trainer_layout_settings(plan.best.layout));
+  append_each(argv, "--set", args.trainer_sets);
+  append_each(argv, "--fault", args.faults);
+  return argv;
+}
+
+// Why the embedded grpo-trainer cannot run the plan (its layout, device or dtype); empty when it
+// can.
+std::string embedded_trainer_refusal(const core::Plan& plan) {
+  if (const std::string why = core::embedded_trainer_unsupported(
+          plan.best.layout.dims, plan.best.layout.sequence_parallel, plan.model);
+      !why.empty()) {
+    return "the plan's layout cannot run in the embedded grpo-trainer: " + why;
+  }
+  if (const std::string no = core::embedded_trainer_unsupported_device(plan.cluster); !no.empty()) {
+    return no;
+  }
+  return core::embedded_trainer_unsupported_dtype(plan.workload);
+}
+
+// After losing nodes the embedded trainer continues at the layout the planner picks for the
+// nodes left (its checkpoints load at any layout): plans each smaller node count down to
+// c.min_nodes now, into c.replans (the node counts it cannot run at are left out).
+void add_replans(const GlobalArgs& global, const LaunchArgs& args, const core::Plan& plan,
+                 supervise::SupervisorConfig& c) {
+  for (int n = plan.rank_map.nodes - 1; n >= std::max(1, c.min_nodes); --n) {
+    PlanArgs fewer = args.plan;
+    fewer.sets.push_back("nodes=" + std::to_string(n));
+    auto replanned = build_plan(global, fewer, true);
+    if (!replanned.ok() || !core::plan_ok(*replanned) ||
+        !core::embedded_trainer_unsupported(replanned->best.layout.dims,
+                                            replanned->best.layout.sequence_parallel,
+                                            replanned->model)
+             .empty()) {
+      continue;
+    }
+    c.replans[n] = core::trainer_layout_settings(replanned->best.layout);
+  }
+}
+
+}  // namespace
+
+core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args, core::Plan plan,
+                               bool render_script) {
+  Prepared p;
+  p.plan = std::move(plan);
+  const auto [stamp, iso] = utc_now();
+  GRPO_TRY(const core::SbatchRunOptions opts, new_run_options(args, p.plan, stamp, render_script));
+  p.run_dir = opts.run_dir;
   GRPO_TRY(const core::SbatchView view, core::make_sbatch_view(p.plan, opts));
   if (render_script) {
     GRPO_TRY(const std::string tmpl, load_template(args));
@@ -170,107 +308,18 @@ core::Result<Prepared> prepare(const GlobalArgs& global, const LaunchArgs& args,
                  tmpl, view, args.template_file.empty() ? kTemplateName : args.template_file));
   }
 
-  // What supervise runs: --trainer-cmd, else grpo-trainer (next to grpo-launch, else on PATH).
-  core::RunSpec& run = p.run;
-  run.run_id = run_id;
-  run.created_utc = iso;
-  run.profile = p.plan.cluster.name;
-  run.model = p.plan.model.name;
-  run.version = GRPO_VERSION;
-  run.nodes = p.plan.rank_map.nodes;
-  run.ranks_per_node = p.plan.rank_map.ranks_per_node;
-  run.cpus_per_task = view.cpus_per_task.empty() ? 0 : std::stoi(view.cpus_per_task);
+  // What supervise runs: --trainer-cmd, else the embedded grpo-trainer.
+  p.run = run_spec_without_trainer(p.plan, opts.run_id, iso, view);
   p.trainer_sets = args.trainer_sets;
   if (!args.trainer_cmd.empty()) {
-    if (!args.trainer_sets.empty() || !args.faults.empty()) {
-      return make_error(
-          ErrorKind::kInvalidValue,
-          "--set " +
-              (args.trainer_sets.empty() ? std::string("--fault") : args.trainer_sets.front()) +
-              ": trainer settings and faults apply to the embedded grpo-trainer, "
-              "not to --trainer-cmd");
-    }
-    if (args.supervisor.export_hf) {
-      return make_error(ErrorKind::kInvalidValue,
-                        "--export-hf exports grpo-trainer's checkpoints; --trainer-cmd programs "
-                        "write their own");
-    }
-    auto argv = core::split_command_line(args.trainer_cmd);
-    if (!argv.ok()) {
-      return make_error(argv.error().kind, "--trainer-cmd: " + argv.error().message);
-    }
-    run.trainer_command = std::move(argv).value();
+    GRPO_TRY(p.run.trainer_command, external_trainer_command(args));
   } else {
-    for (const auto& kv : args.trainer_sets) {
-      const auto eq = kv.find('=');
-      const std::string key = kv.substr(0, eq);
-      if (const std::string layout_key = core::layout_key_for_trainer_key(key);
-          !layout_key.empty()) {
-        return make_error(ErrorKind::kInvalidValue,
-                          "--set " + kv + ": set the layout with --set " + layout_key + "=" +
-                              (eq == std::string::npos ? "" : kv.substr(eq + 1)) +
-                              " (the planner checks it and passes it to the trainer)");
-      }
-    }
-    const fs::path next_to = io::executable_dir() / "grpo-trainer";
-    std::string model = args.plan.model;
-    if (looks_like_file(model)) {
-      model = fs::absolute(model, ec).lexically_normal().string();
-    } else {
-      io::DirectorySourceProvider provider(
-          io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
-      if (auto path = provider.locate(core::CatalogKind::kModel, model)) model = path->string();
-    }
-    run.trainer_command = {fs::exists(next_to, ec) ? next_to.string() : "grpo-trainer", "--model",
-                           model, "--run-dir", p.run_dir};
-    // The plan's workload and layout, then the user's trainer settings (the trainer applies --set
-    // in order: the last one wins), then injected faults.
-    for (const auto& kv : core::trainer_settings(p.plan)) {
-      run.trainer_command.push_back("--set");
-      run.trainer_command.push_back(kv);
-    }
-    for (const auto& kv : core::trainer_layout_settings(p.plan.best.layout)) {
-      run.trainer_command.push_back("--set");
-      run.trainer_command.push_back(kv);
-    }
-    if (const std::string why = core::embedded_trainer_unsupported(
-            p.plan.best.layout.dims, p.plan.best.layout.sequence_parallel, p.plan.model);
-        !why.empty()) {
-      p.unsupported_layout = "the plan's layout cannot run in the embedded grpo-trainer: " + why;
-    } else if (const std::string no = core::embedded_trainer_unsupported_device(p.plan.cluster);
-               !no.empty()) {
-      p.unsupported_layout = no;
-    } else if (const std::string dt = core::embedded_trainer_unsupported_dtype(p.plan.workload);
-               !dt.empty()) {
-      p.unsupported_layout = dt;
-    }
-    for (const auto& kv : args.trainer_sets) {
-      run.trainer_command.push_back("--set");
-      run.trainer_command.push_back(kv);
-    }
-    for (const auto& f : args.faults) {
-      run.trainer_command.push_back("--fault");
-      run.trainer_command.push_back(f);
-    }
+    GRPO_TRY_STATUS(check_no_layout_sets(args.trainer_sets));
+    p.run.trainer_command = embedded_trainer_command(global, args, p.plan, p.run_dir);
+    p.unsupported_layout = embedded_trainer_refusal(p.plan);
   }
   p.supervisor = supervisor_config(args, p.plan);
-  if (args.trainer_cmd.empty()) {
-    // After losing nodes the embedded trainer continues at the layout the planner picks for the
-    // nodes left (its checkpoints load at any layout): plan each smaller node count now.
-    for (int n = p.plan.rank_map.nodes - 1; n >= std::max(1, p.supervisor.min_nodes); --n) {
-      PlanArgs fewer = args.plan;
-      fewer.sets.push_back("nodes=" + std::to_string(n));
-      auto replanned = build_plan(global, fewer, true);
-      if (!replanned.ok() || !core::plan_ok(*replanned) ||
-          !core::embedded_trainer_unsupported(replanned->best.layout.dims,
-                                              replanned->best.layout.sequence_parallel,
-                                              replanned->model)
-               .empty()) {
-        continue;
-      }
-      p.supervisor.replans[n] = core::trainer_layout_settings(replanned->best.layout);
-    }
-  }
+  if (args.trainer_cmd.empty()) add_replans(global, args, p.plan, p.supervisor);
   return p;
 }
 
@@ -365,6 +414,13 @@ LaunchArgs split_trainer_sets(const LaunchArgs& args) {
   return out;
 }
 
+core::Result<core::Plan> build_launch_plan(const GlobalArgs& global, const LaunchArgs& args) {
+  std::string note;
+  GRPO_TRY(core::Plan plan, build_plan(global, args.plan, args.trainer_cmd.empty(), &note));
+  if (!note.empty()) print_warning(note);
+  return plan;
+}
+
 int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
   if (!given.engine.empty()) return cmd_verl(global, given, false);
   if (given.plan.profile.empty() || given.plan.model.empty()) {
@@ -377,10 +433,8 @@ int cmd_render(const GlobalArgs& global, const LaunchArgs& given) {
     return kExitUsage;
   }
   const LaunchArgs args = split_trainer_sets(given);
-  std::string note;
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
+  auto built = build_launch_plan(global, args);
   if (!built.ok()) return fail(built.error());
-  if (!note.empty()) print_warning(note);
   auto p = prepare(global, args, std::move(built).value(), true);
   if (!p.ok()) return fail(p.error());
   if (!p->unsupported_layout.empty()) print_warning(p->unsupported_layout);
@@ -400,10 +454,8 @@ int cmd_submit(const GlobalArgs& global, const LaunchArgs& given) {
     return kExitUsage;
   }
   const LaunchArgs args = split_trainer_sets(given);
-  std::string note;
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
+  auto built = build_launch_plan(global, args);
   if (!built.ok()) return fail(built.error());
-  if (!note.empty()) print_warning(note);
   if (!core::plan_ok(built.value())) {
     if (args.plan.format == "json") {
       std::cout << core::json_text(core::plan_to_json(built.value()), 2) << "\n";

@@ -29,6 +29,9 @@ struct Prepared {
   std::string unsupported_layout;
 };
 
+// build_plan for render, submit and run (`args.plan` with the trainer's --set split off; only
+// grpo-trainer's layouts unless --trainer-cmd); build_plan's note becomes a warning on stderr.
+core::Result<core::Plan> build_launch_plan(const GlobalArgs& global, const LaunchArgs& args);
 // The run of a plan: run directory name, trainer command (the embedded grpo-trainer with the
 // plan's workload settings, the user's trainer --set and --fault; or --trainer-cmd), the
 // supervisor settings, and with `render_script` the batch script. Errors: input errors

@@ -16,9 +16,10 @@
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/report/report.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/run_view.h"
 #include "grpo/slurm/slurm_job.h"
-#include "grpo/supervise/event_log.h"
-#include "grpo/supervise/run_view.h"
+#include "grpo/supervise/event_log_file.h"
 
 namespace grpo::cli {
 namespace fs = std::filesystem;

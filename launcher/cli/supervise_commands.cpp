@@ -21,18 +21,18 @@
 #include "grpo/job/job_step.h"
 #include "grpo/job/run_spec.h"
 #include "grpo/plan/plan_render.h"
+#include "grpo/process/process_runner.h"
+#include "grpo/process/signals.h"
 #include "grpo/shell/shell_quote.h"
 #include "grpo/slurm/allocation.h"
-#include "grpo/slurm/process_runner.h"
-#include "grpo/slurm/signals.h"
 #include "grpo/slurm/slurm_job.h"
 #include "grpo/supervise/clock.h"
 #include "grpo/supervise/local_runner.h"
 #include "grpo/supervise/progress.h"
-#include "grpo/supervise/slurm_job_control.h"
 #include "grpo/supervise/srun_runner.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/supervise/verl_engine.h"
+#include "grpo/supervise_slurm/slurm_job_control.h"
 #include "launch_common.h"
 
 namespace grpo::cli {
@@ -129,21 +129,9 @@ std::string log_level(const GlobalArgs& global) {
   return global.log_level.empty() ? std::string("info") : global.log_level;
 }
 
-int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool local,
-                  const std::string& srun) {
-  const auto t0 = std::chrono::steady_clock::now();
-  // Signals first: a USR2 or TERM during the setup below must not kill us silently. A rank
-  // that died between our check and a write to its pipe must not kill us either.
-  ::signal(SIGPIPE, SIG_IGN);
-  auto signals = slurm::ProcessSignals::install();
-  if (!signals.ok()) return fail(signals.error());
-  auto loaded = load_run_dir(run_dir);
-  if (!loaded.ok()) return fail(loaded.error());
-  RunDir& r = loaded.value();
-
-  supervise::ConsoleStatus status(r.dir, r.spec.run_id, ::isatty(STDOUT_FILENO) == 1, stdout);
-  supervise::install_logger(log_level(global), &status);
-
+// The supervisor's settings from the run directory: run.json's trainer and shape, env.json with
+// the run's GRPO_* variables, supervisor.json, and with --export-hf the export.
+supervise::SupervisorOptions supervisor_options(const GlobalArgs& global, const RunDir& r) {
   supervise::SupervisorOptions o;
   o.run_dir = r.dir;
   o.profile = r.spec.profile;
@@ -168,100 +156,162 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
       return done.step;
     };
   }
-  supervise::SystemClock clock;
-  // A verl run (submit --engine verl, docs/verl.md): one process per attempt, verl-attempt.sh on
-  // this host (the Ray head), which starts Ray on the allocation itself.
-  std::optional<supervise::VerlRunInfo> verl;
-  if (std::error_code ec; fs::exists(r.dir / core::run_dir::kVerlInfo, ec)) {
-    auto j = read_json(r.dir / core::run_dir::kVerlInfo);
-    if (!j.ok()) return fail(j.error());
-    auto info =
-        supervise::verl_run_info_from_json(j.value(), (r.dir / core::run_dir::kVerlInfo).string());
-    if (!info.ok()) return fail(info.error());
-    verl = info.value();
-    o.nodes = 1;
-    o.ranks_per_node = 1;
-    o.exclude.clear();
-  }
+  return o;
+}
 
+// verl.json of a verl run (submit --engine verl, docs/verl.md); none for other runs.
+core::Result<std::optional<supervise::VerlRunInfo>> read_verl_info(const fs::path& dir) {
+  const fs::path path = dir / core::run_dir::kVerlInfo;
+  if (std::error_code ec; !fs::exists(path, ec)) return std::optional<supervise::VerlRunInfo>();
+  GRPO_TRY(const nlohmann::json j, read_json(path));
+  GRPO_TRY(supervise::VerlRunInfo info, supervise::verl_run_info_from_json(j, path.string()));
+  return std::optional<supervise::VerlRunInfo>(std::move(info));
+}
+
+// What runs the attempts and answers for the job; under Slurm, `lib` is what the job control asks.
+struct Attempts {
   std::unique_ptr<supervise::AttemptRunner> runner;
   std::unique_ptr<supervise::JobControl> job;
   std::unique_ptr<slurm::LibSlurm> lib;
-  slurm::PosixProcessRunner processes;
-  if (local) {
-    // Standby ranks only for grpo-trainer, which knows --standby.
-    runner = std::make_unique<supervise::LocalRunner>(r.config.contract ==
-                                                      supervise::TrainerContract::kEmbedded);
-    job = std::make_unique<supervise::LocalJobControl>();
-    // Every rank on this machine: one "node" of world_size ranks, no Slurm nodes to exclude.
-    o.ranks_per_node = verl ? 1 : r.spec.nodes * r.spec.ranks_per_node;
-    o.nodes = 1;
-    o.exclude.clear();
-    if (verl) {
-      // No job to ask: GRPO_VERL_END_TIME (seconds since the epoch) stands for its end time.
-      std::optional<double> end;
-      if (const char* t = std::getenv("GRPO_VERL_END_TIME"); t != nullptr && *t != '\0') {
-        end = std::strtod(t, nullptr);
-      }
-      supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
-      vo.end_time = [end]() -> std::optional<double> { return end; };
-      runner = std::make_unique<supervise::VerlRunner>(
-          std::make_unique<supervise::LocalRunner>(false), std::move(vo));
+};
+
+// Local ranks without Slurm: every rank on this machine, one "node" of world_size ranks (one
+// process for verl), no Slurm nodes to exclude (set in `o`). A verl run has no job to ask for
+// its end time: GRPO_VERL_END_TIME (seconds since the epoch) stands for it.
+Attempts local_attempts(const RunDir& r, const std::optional<supervise::VerlRunInfo>& verl,
+                        supervise::SupervisorOptions& o) {
+  Attempts a;
+  a.job = std::make_unique<supervise::LocalJobControl>();
+  o.ranks_per_node = verl ? 1 : r.spec.nodes * r.spec.ranks_per_node;
+  o.nodes = 1;
+  o.exclude.clear();
+  if (verl) {
+    std::optional<double> end;
+    if (const char* t = std::getenv("GRPO_VERL_END_TIME"); t != nullptr && *t != '\0') {
+      end = std::strtod(t, nullptr);
     }
+    supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
+    vo.end_time = [end]() -> std::optional<double> { return end; };
+    a.runner = std::make_unique<supervise::VerlRunner>(
+        std::make_unique<supervise::LocalRunner>(false), std::move(vo));
   } else {
-    auto job_id = slurm::parse_job_id(std::getenv("SLURM_JOB_ID"));
-    if (!job_id.ok()) return fail(job_id.error());
-    auto opened = slurm::LibSlurm::open();
-    if (!opened.ok()) return fail(opened.error());
-    lib = std::move(opened).value();
-    auto info = slurm::discover_allocation(*lib, job_id.value(), r.spec);
-    if (!info.ok()) return fail(info.error());
-    const auto nodes = core::step_nodes(r.spec, slurm::to_allocation(info.value()));
-    if (auto st = io::write_file_atomic(
-            r.dir / core::run_dir::kAllocation,
-            core::json_text(allocation_json(info.value(), nodes, core::srun_command(r.spec, srun)),
-                            2) +
-                "\n",
-            0600);
-        !st.ok()) {
-      return fail(st.error());
-    }
+    // Standby ranks only for grpo-trainer, which knows --standby.
+    a.runner = std::make_unique<supervise::LocalRunner>(r.config.contract ==
+                                                        supervise::TrainerContract::kEmbedded);
+  }
+  return a;
+}
+
+// Inside the Slurm job: its allocation (recorded in allocation.json), srun job steps on it (a
+// verl run: one local process that ends before the job does) and the job's own control, into
+// `a`. Prints the setup line (job, restart, step nodes, milliseconds since `t0`).
+core::Status slurm_attempts(const RunDir& r, const std::string& srun,
+                            const std::optional<supervise::VerlRunInfo>& verl,
+                            slurm::ProcessRunner& processes,
+                            std::chrono::steady_clock::time_point t0, Attempts& a) {
+  GRPO_TRY(const std::uint32_t job_id, slurm::parse_job_id(std::getenv("SLURM_JOB_ID")));
+  GRPO_TRY(a.lib, slurm::LibSlurm::open());
+  GRPO_TRY(const slurm::JobInfo info, slurm::discover_allocation(*a.lib, job_id, r.spec));
+  const auto nodes = core::step_nodes(r.spec, slurm::to_allocation(info));
+  GRPO_TRY_STATUS(io::write_file_atomic(
+      r.dir / core::run_dir::kAllocation,
+      core::json_text(allocation_json(info, nodes, core::srun_command(r.spec, srun)), 2) + "\n",
+      0600));
+  supervise::SlurmJobControlOptions jo;
+  jo.job_id = job_id;
+  jo.restart_count = info.restart_count;
+  if (const char* rc = std::getenv("SLURM_RESTART_COUNT"); rc != nullptr && *rc != '\0') {
+    jo.restart_count = std::atoi(rc);
+  }
+  jo.allocation_nodes = info.nodes;
+  a.job = std::make_unique<supervise::SlurmJobControl>(*a.lib, processes, jo);
+  if (verl) {
+    supervise::JobControl* control = a.job.get();
+    supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
+    vo.end_time = [control]() -> std::optional<double> {
+      auto end = control->end_time();
+      return end.ok() ? end.value() : std::nullopt;
+    };
+    vo.nodes = info.nodes;
+    a.runner = std::make_unique<supervise::VerlRunner>(
+        std::make_unique<supervise::LocalRunner>(false), std::move(vo));
+  } else {
     supervise::SrunOptions so;
     so.srun = srun;
     so.cpus_per_task = r.spec.cpus_per_task;
-    so.allocation_nodes = info->nodes;
-    runner = std::make_unique<supervise::SrunRunner>(so);
-    supervise::SlurmJobControlOptions jo;
-    jo.job_id = job_id.value();
-    jo.restart_count = info->restart_count;
-    if (const char* rc = std::getenv("SLURM_RESTART_COUNT"); rc != nullptr && *rc != '\0') {
-      jo.restart_count = std::atoi(rc);
-    }
-    jo.allocation_nodes = info->nodes;
-    job = std::make_unique<supervise::SlurmJobControl>(*lib, processes, jo);
-    if (verl) {
-      supervise::JobControl* control = job.get();
-      supervise::VerlRunnerOptions vo = verl_runner_options(*verl, r.config);
-      vo.end_time = [control]() -> std::optional<double> {
-        auto end = control->end_time();
-        return end.ok() ? end.value() : std::nullopt;
-      };
-      vo.nodes = info->nodes;
-      runner = std::make_unique<supervise::VerlRunner>(
-          std::make_unique<supervise::LocalRunner>(false), std::move(vo));
-    }
-    std::string nodes_text;
-    for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
-    const auto setup_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-            .count();
-    std::fprintf(stderr, "grpo-launch supervise: job %u (restart %d) on %s, setup %lld ms\n",
-                 job_id.value(), jo.restart_count, nodes_text.c_str(),
-                 static_cast<long long>(setup_ms));
+    so.allocation_nodes = info.nodes;
+    a.runner = std::make_unique<supervise::SrunRunner>(so);
   }
-  supervise::SupervisorDeps deps{*runner, clock, *signals.value(), *job, status, nullptr, nullptr};
+  std::string nodes_text;
+  for (const auto& n : nodes) nodes_text += (nodes_text.empty() ? "" : ",") + n;
+  const auto setup_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::fprintf(stderr, "grpo-launch supervise: job %u (restart %d) on %s, setup %lld ms\n", job_id,
+               jo.restart_count, nodes_text.c_str(), static_cast<long long>(setup_ms));
+  return core::ok_status();
+}
+
+// What a node health check before every (re)start looks for (docs/supervisor.md, "Node health").
+core::Result<supervise::HealthSpec> health_spec(const RunDir& r) {
+  supervise::HealthSpec h;
+  h.run_dir = r.dir;
+  h.min_free_bytes = 2 * supervise::newest_checkpoint_bytes(r.dir);
+  h.gpus = r.config.health_gpus;
+  if (!r.config.health_check.empty()) {
+    GRPO_TRY(h.command, core::split_command_line(r.config.health_check));
+  }
+  return h;
+}
+
+// Under Slurm: one srun step over `nodes`, one `grpo-launch health-check` task each; their
+// failed checks.
+core::Result<std::vector<supervise::HealthFinding>> srun_health_check(
+    const RunDir& r, const std::string& srun, slurm::ProcessRunner& processes,
+    const std::vector<std::string>& nodes) {
+  GRPO_TRY(const supervise::HealthSpec h, health_spec(r));
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return core::make_error(core::ErrorKind::kIo, "/proc/self/exe: " + ec.message());
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  slurm::CommandSpec c;
+  c.argv = {srun,
+            "--nodes=" + std::to_string(nodes.size()),
+            "--ntasks=" + std::to_string(nodes.size()),
+            "--ntasks-per-node=1",
+            "--nodelist=" + list,
+            "--label",
+            "--overlap",
+            "--kill-on-bad-exit=0",
+            self.string(),
+            "health-check",
+            "--run-dir",
+            r.dir.string(),
+            "--min-free-bytes",
+            std::to_string(h.min_free_bytes)};
+  if (h.gpus) c.argv.push_back("--gpus");
+  if (!r.config.health_check.empty()) {
+    c.argv.push_back("--command");
+    c.argv.push_back(r.config.health_check);
+  }
+  c.err = slurm::Stream::kCapture;
+  c.timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>((h.command_timeout_s + 60.0) * 1000));
+  GRPO_TRY(const slurm::Completion done, processes.run(c));
+  std::vector<std::string> lines;
+  for (const auto line : core::split(done.out, '\n')) lines.emplace_back(line);
+  return supervise::read_health_answers(nodes, lines);
+}
+
+// The supervisor's progress and health checks: a verl run's own checkpoints (global_step_N,
+// latest_checkpointed_iteration.txt) as its progress, and node health before every (re)start,
+// here in-process or under Slurm through srun_health_check. `r` and `processes` must outlive
+// `deps`.
+void add_progress_and_health(supervise::SupervisorDeps& deps, const RunDir& r,
+                             const std::optional<supervise::VerlRunInfo>& verl, bool local,
+                             const std::string& srun, slurm::ProcessRunner& processes) {
   if (verl) {
-    // verl's own checkpoints (global_step_N, latest_checkpointed_iteration.txt) are the progress.
     // Only the run's own: a tracker written before the run was submitted is another run's.
     const fs::path dir = verl->checkpoint_dir;
     const double since = verl->submitted;
@@ -269,64 +319,23 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
       return supervise::newest_verl_checkpoint(dir, since);
     };
   }
-  // Node health before every (re)start (docs/supervisor.md, "Node health"): here in-process,
-  // under Slurm one srun step over the attempt's nodes, one `grpo-launch health-check` task each.
-  auto health_spec = [&r]() -> core::Result<supervise::HealthSpec> {
-    supervise::HealthSpec h;
-    h.run_dir = r.dir;
-    h.min_free_bytes = 2 * supervise::newest_checkpoint_bytes(r.dir);
-    h.gpus = r.config.health_gpus;
-    if (!r.config.health_check.empty()) {
-      GRPO_TRY(h.command, core::split_command_line(r.config.health_check));
-    }
-    return h;
-  };
   if (local) {
-    deps.health = [&](const std::vector<std::string>& nodes)
+    deps.health = [&r, &processes](const std::vector<std::string>& nodes)
         -> core::Result<std::vector<supervise::HealthFinding>> {
-      GRPO_TRY(const supervise::HealthSpec h, health_spec());
+      GRPO_TRY(const supervise::HealthSpec h, health_spec(r));
       return supervise::check_node(nodes.empty() ? "localhost" : nodes.front(), h,
                                    supervise::system_probes(), processes);
     };
   } else {
-    deps.health = [&, srun](const std::vector<std::string>& nodes)
-        -> core::Result<std::vector<supervise::HealthFinding>> {
-      GRPO_TRY(const supervise::HealthSpec h, health_spec());
-      std::error_code ec;
-      const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-      if (ec) return core::make_error(core::ErrorKind::kIo, "/proc/self/exe: " + ec.message());
-      std::string list;
-      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
-      slurm::CommandSpec c;
-      c.argv = {srun,
-                "--nodes=" + std::to_string(nodes.size()),
-                "--ntasks=" + std::to_string(nodes.size()),
-                "--ntasks-per-node=1",
-                "--nodelist=" + list,
-                "--label",
-                "--overlap",
-                "--kill-on-bad-exit=0",
-                self.string(),
-                "health-check",
-                "--run-dir",
-                r.dir.string(),
-                "--min-free-bytes",
-                std::to_string(h.min_free_bytes)};
-      if (h.gpus) c.argv.push_back("--gpus");
-      if (!r.config.health_check.empty()) {
-        c.argv.push_back("--command");
-        c.argv.push_back(r.config.health_check);
-      }
-      c.err = slurm::Stream::kCapture;
-      c.timeout =
-          std::chrono::milliseconds(static_cast<std::int64_t>((h.command_timeout_s + 60.0) * 1000));
-      GRPO_TRY(const slurm::Completion done, processes.run(c));
-      std::vector<std::string> lines;
-      for (const auto line : core::split(done.out, '\n')) lines.emplace_back(line);
-      return supervise::read_health_answers(nodes, lines);
+    deps.health = [&r, &processes, srun](const std::vector<std::string>& nodes) {
+      return srun_health_check(r, srun, processes, nodes);
     };
   }
-  auto sup = supervise::Supervisor::open(o, deps);
+}
+
+// Runs the supervisor to the end and says on stderr how the run ended; returns its exit code.
+int run_supervisor(supervise::SupervisorOptions o, supervise::SupervisorDeps deps) {
+  auto sup = supervise::Supervisor::open(std::move(o), std::move(deps));
   if (!sup.ok()) return fail(sup.error());
   auto code = sup.value()->run();
   if (!code.ok()) return fail(code.error());
@@ -336,6 +345,45 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
                static_cast<long long>(s.last_step), static_cast<long long>(s.total_steps),
                s.restarts, code.value());
   return code.value();
+}
+
+int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool local,
+                  const std::string& srun) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Signals first: a USR2 or TERM during the setup below must not kill us silently. A rank
+  // that died between our check and a write to its pipe must not kill us either.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto signals = slurm::ProcessSignals::install();
+  if (!signals.ok()) return fail(signals.error());
+  auto loaded = load_run_dir(run_dir);
+  if (!loaded.ok()) return fail(loaded.error());
+  RunDir& r = loaded.value();
+
+  supervise::ConsoleStatus status(r.dir, r.spec.run_id, ::isatty(STDOUT_FILENO) == 1, stdout);
+  supervise::install_logger(log_level(global), &status);
+  supervise::SupervisorOptions o = supervisor_options(global, r);
+  supervise::SystemClock clock;
+  // A verl run: one process per attempt, verl-attempt.sh on this host (the Ray head), which
+  // starts Ray on the allocation itself.
+  auto verl_info = read_verl_info(r.dir);
+  if (!verl_info.ok()) return fail(verl_info.error());
+  const std::optional<supervise::VerlRunInfo>& verl = verl_info.value();
+  if (verl) {
+    o.nodes = 1;
+    o.ranks_per_node = 1;
+    o.exclude.clear();
+  }
+
+  Attempts a;
+  slurm::PosixProcessRunner processes;
+  if (local) {
+    a = local_attempts(r, verl, o);
+  } else if (auto st = slurm_attempts(r, srun, verl, processes, t0, a); !st.ok()) {
+    return fail(st.error());
+  }
+  supervise::SupervisorDeps deps{*a.runner, clock, *signals.value(), *a.job, status, {}, {}};
+  add_progress_and_health(deps, r, verl, local, srun, processes);
+  return run_supervisor(std::move(o), std::move(deps));
 }
 
 }  // namespace
@@ -372,10 +420,8 @@ int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
 
 int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
   const LaunchArgs args = split_trainer_sets(given);
-  std::string note;
-  auto built = build_plan(global, args.plan, args.trainer_cmd.empty(), &note);
+  auto built = build_launch_plan(global, args);
   if (!built.ok()) return fail(built.error());
-  if (!note.empty()) print_warning(note);
   if (!core::plan_ok(built.value())) {
     std::cout << core::render_summary(built.value());
     print_error("the plan is not runnable (see the diagnostics above); nothing was started");

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
 
 namespace grpo::slurm {
 namespace {

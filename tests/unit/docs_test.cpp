@@ -33,8 +33,8 @@ TEST(Docs, EveryDiagnosticCodeIsInTheTable) {
 std::set<int> exit_codes_in_headers() {
   std::set<int> codes;
   const std::regex enumerator(R"(\bkExit\w+ = (\d+),)");
-  for (const char* header : {"launcher/cli/exit_codes.h",
-                             "launcher/supervise/include/grpo/supervise/restart_policy.h"}) {
+  for (const char* header :
+       {"launcher/cli/exit_codes.h", "launcher/runlog/include/grpo/runlog/restart_policy.h"}) {
     const std::string text = test::read_text(test::source_dir() / header);
     std::size_t found = 0;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), enumerator);

@@ -8,8 +8,9 @@
 #include <fstream>
 
 #include "grpo/io/files.h"
-#include "grpo/slurm/signals.h"
-#include "grpo/supervise/event_log.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/supervise/event_log_file.h"
 #include "grpo/supervise/node_health.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"

@@ -7,11 +7,12 @@
 
 #include <filesystem>
 
-#include "grpo/slurm/signals.h"
-#include "grpo/supervise/event_log.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/run_view.h"
+#include "grpo/supervise/event_log_file.h"
 #include "grpo/supervise/monitor.h"
 #include "grpo/supervise/phase_timeouts.h"
-#include "grpo/supervise/run_view.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"

@@ -1,5 +1,5 @@
 // The process runner: the real posix_spawn one against /bin/sh, and the scripted fake.
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "grpo/report/report.h"
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/supervise/event_log_file.h"
 #include "test_support.h"
 
 namespace grpo::report {

@@ -1,6 +1,6 @@
 // SlurmJobControl's node health: what `sinfo -h -N -n <nodes> -o "%N %T"` really prints (long
 // state names, lower case, with sinfo's flag suffixes), through the scripted FakeProcessRunner.
-#include "grpo/supervise/slurm_job_control.h"
+#include "grpo/supervise_slurm/slurm_job_control.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // from one sort per step (monitor.h): expected values derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include "grpo/runlog/step_aggregate.h"
 #include "grpo/supervise/monitor.h"
-#include "grpo/supervise/step_aggregate.h"
 
 namespace grpo::supervise {
 namespace {

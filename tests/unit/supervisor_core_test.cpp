@@ -5,11 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/restart_policy.h"
+#include "grpo/runlog/run_view.h"
+#include "grpo/runlog/state_machine.h"
+#include "grpo/supervise/event_log_file.h"
 #include "grpo/supervise/monitor.h"
-#include "grpo/supervise/restart_policy.h"
-#include "grpo/supervise/run_view.h"
-#include "grpo/supervise/state_machine.h"
 
 namespace grpo::supervise {
 namespace {
@@ -312,6 +313,18 @@ TEST(EventLog, MalformedKnownEventsAreErrors) {
   EXPECT_FALSE(replay({event(0, 1, ev::kState, {{"from", "healthy"}})}).ok());
   EXPECT_FALSE(replay({event(0, 1, ev::kState, {{"to", "sideways"}})}).ok());
   EXPECT_TRUE(replay({event(0, 1, "some_future_event", {{"x", 1}})}).ok());
+}
+
+// A crafted run_finished whose state is not a string: replay (and so `report` and `status`) once
+// threw nlohmann's type_error out of the goodput fold. It is not a requeue; nothing throws.
+TEST(EventLog, NonStringRunFinishedStateDoesNotThrow) {
+  for (const json& state : {json(nullptr), json(3), json::array()}) {
+    std::vector<json> log = {event(0, 1, ev::kRunFinished, {{"state", state}})};
+    EXPECT_NO_THROW({
+      auto r = replay(log);
+      if (r.ok()) EXPECT_DOUBLE_EQ(r->goodput.requeue_at(100.0), 0.0);
+    }) << state.dump();
+  }
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "grpo/supervise/event_log.h"
-#include "grpo/supervise/run_view.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/run_view.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"

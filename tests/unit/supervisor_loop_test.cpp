@@ -10,8 +10,8 @@
 #include <fstream>
 #include <set>
 
-#include "grpo/slurm/signals.h"
-#include "grpo/supervise/event_log.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/event_log.h"
 #include "grpo/supervise/srun_runner.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "grpo/slurm/signals.h"
-#include "grpo/supervise/event_log.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/event_log.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "grpo/core/telemetry_events.h"
-#include "grpo/supervise/event_log.h"
-#include "grpo/supervise/hang_report.h"
-#include "grpo/supervise/run_view.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/hang_report.h"
+#include "grpo/runlog/run_view.h"
 
 namespace grpo::report {
 namespace {
@@ -402,132 +402,166 @@ std::map<std::int64_t, json> rank0_steps(const std::vector<json>& events) {
   return out;
 }
 
-}  // namespace
-
-Report render_report(const std::vector<json>& events, const ReportOptions& options) {
+// What the report's charts plot, gathered from the log in one pass.
+struct ChartData {
   // Newest value per (rank, step): steps redone after a restart replace the lost ones.
   std::map<int, std::map<std::int64_t, json>> steps;                  // rank -> step -> event
   std::map<int, std::map<std::int64_t, std::vector<double>>> expert;  // layer -> step -> loads
   std::map<std::int64_t, double> validation;                          // step -> val reward
   std::vector<std::pair<double, std::string>> restart_steps;          // step where attempts resumed
+};
+
+ChartData collect_chart_data(const std::vector<json>& events) {
+  ChartData d;
   for (const auto& e : events) {
     const std::string type = get<std::string>(e, "type").value_or("");
     if (type == core::telemetry::event::kStep) {
       const auto step = get<std::int64_t>(e, "step");
       if (!step) continue;
-      steps[get<int>(e, "rank").value_or(0)][*step] = e;
-      if (auto v = get<double>(e, "val_reward")) validation[*step] = *v;
+      d.steps[get<int>(e, "rank").value_or(0)][*step] = e;
+      if (auto v = get<double>(e, "val_reward")) d.validation[*step] = *v;
     } else if (type == core::telemetry::event::kValidation) {
       if (auto v = get<double>(e, "val_reward"))
-        validation[get<std::int64_t>(e, "step").value_or(0)] = *v;
+        d.validation[get<std::int64_t>(e, "step").value_or(0)] = *v;
     } else if (type == core::telemetry::event::kExpertLoad) {
       const auto loads = get<std::vector<double>>(e, "tokens_per_expert");
       if (loads)
-        expert[get<int>(e, "layer").value_or(0)][get<std::int64_t>(e, "step").value_or(0)] = *loads;
+        d.expert[get<int>(e, "layer").value_or(0)][get<std::int64_t>(e, "step").value_or(0)] =
+            *loads;
     } else if (type == supervise::ev::kAttemptStarted) {
       const int attempt = get<int>(e, "attempt").value_or(0);
       if (attempt > 1) {
-        restart_steps.push_back({static_cast<double>(std::max<std::int64_t>(
-                                     0, get<std::int64_t>(e, "resume_step").value_or(0))),
-                                 "attempt " + std::to_string(attempt)});
+        d.restart_steps.push_back({static_cast<double>(std::max<std::int64_t>(
+                                       0, get<std::int64_t>(e, "resume_step").value_or(0))),
+                                   "attempt " + std::to_string(attempt)});
       }
     }
   }
-  auto metric = [&](int rank, const char* field) {
-    Series s;
-    s.name = field;
-    if (steps.count(rank) == 0) return s;
-    for (const auto& [step, e] : steps.at(rank)) {
-      if (auto v = get<double>(e, field)) s.points.push_back({static_cast<double>(step), *v});
-    }
-    return s;
-  };
-  auto per_rank = [&](const char* field) {
-    std::vector<Series> out;
-    for (const auto& [rank, by_step] : steps) {
-      Series s = metric(rank, field);
-      s.name = "rank " + std::to_string(rank);
-      if (!s.points.empty()) out.push_back(std::move(s));
-    }
-    return out;
-  };
+  return d;
+}
 
+// One rank's `field` over the steps, named `name`.
+Series rank_metric(const ChartData& d, int rank, const char* field, const std::string& name) {
+  Series s;
+  s.name = name;
+  if (d.steps.count(rank) == 0) return s;
+  for (const auto& [step, e] : d.steps.at(rank)) {
+    if (auto v = get<double>(e, field)) s.points.push_back({static_cast<double>(step), *v});
+  }
+  return s;
+}
+
+// `field` over the steps, one series per rank that reports it.
+std::vector<Series> per_rank(const ChartData& d, const char* field) {
+  std::vector<Series> out;
+  for (const auto& [rank, by_step] : d.steps) {
+    Series s = rank_metric(d, rank, field, "rank " + std::to_string(rank));
+    if (!s.points.empty()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The line charts of training: reward, loss, KL, throughput, step time and memory.
+void training_charts(Report& report, std::string& body, const ChartData& d) {
+  Series val;
+  val.name = "validation reward";
+  for (const auto& [step, v] : d.validation) val.points.push_back({static_cast<double>(step), v});
+  report.charts.push_back(
+      line_chart(body, "chart-reward", "Reward and validation reward", "step", "exact-match reward",
+                 {rank_metric(d, 0, "reward_mean", "reward (train)"), val}, d.restart_steps));
+  report.charts.push_back(line_chart(body, "chart-loss", "Loss", "step", "loss",
+                                     {rank_metric(d, 0, "loss", "loss")}, d.restart_steps));
+  report.charts.push_back(line_chart(body, "chart-kl", "KL to the reference policy", "step", "KL",
+                                     {rank_metric(d, 0, "kl", "KL to the reference")},
+                                     d.restart_steps));
+  report.charts.push_back(line_chart(body, "chart-throughput", "Throughput", "step", "tokens / s",
+                                     {rank_metric(d, 0, "tokens_per_s", "tokens/s (rank 0)")},
+                                     d.restart_steps));
+  report.charts.push_back(line_chart(body, "chart-step-time", "Step time per rank", "step",
+                                     "seconds", per_rank(d, "step_s"), d.restart_steps));
+  report.charts.push_back(line_chart(body, "chart-memory", "Peak memory per rank", "step",
+                                     "MiB (peak RSS)", per_rank(d, "peak_rss_mib"),
+                                     d.restart_steps));
+}
+
+// One heat map of expert load per MoE layer (an empty one when the log has none).
+void expert_charts(Report& report, std::string& body, const ChartData& d) {
+  if (d.expert.empty()) {
+    report.charts.push_back(heat_map(body, 0, {}));
+  } else {
+    for (const auto& [layer, by_step] : d.expert)
+      report.charts.push_back(heat_map(body, layer, by_step));
+  }
+}
+
+// The header's run lines: model and state, attempts and failures, events and lost time.
+std::string run_summary_lines(const supervise::RunSummary& s) {
+  std::string out;
+  out += "<p>" + esc(s.model) + (s.profile.empty() ? "" : " on " + esc(s.profile)) + "; state <b>" +
+         std::string(supervise::to_string(s.state)) + "</b>" +
+         (s.exit_code ? " (exit " + std::to_string(*s.exit_code) + ")" : "") + "; step " +
+         std::to_string(s.last_step) +
+         (s.total_steps ? " of " + std::to_string(s.total_steps) : "") + "</p>\n";
+  std::string failures;
+  for (const auto& [cls, n] : s.failures)
+    failures += (failures.empty() ? "" : ", ") + cls + " " + std::to_string(n);
+  out += "<p>attempts " + std::to_string(s.attempt) + ", restarts " + std::to_string(s.restarts) +
+         ", requeues " + std::to_string(s.requeues) +
+         "; failures: " + (failures.empty() ? "none" : esc(failures)) + "</p>\n";
+  out += "<p>OOM " + std::to_string(s.oom_events) + ", EXPERT_IMBALANCE " +
+         std::to_string(s.expert_imbalance_events) + ", stragglers " +
+         std::to_string(s.straggler_events) + "; lost " +
+         esc(supervise::format_duration(s.goodput.lost_at(s.last_time))) + " (" +
+         esc(supervise::lost_by_cause(s, s.last_time)) + "), effective " +
+         num(100.0 * supervise::effective_ratio(s, s.last_time), 1) + "%</p>\n";
+  return out;
+}
+
+// The newest hang attribution: the summary, then each group of identical stacks.
+std::string hang_report_section(const json& h) {
+  const std::string phase = h.value("phase", std::string());
+  std::string out = "<p class=\"hang\">hang report, attempt " +
+                    std::to_string(h.value("attempt", 0)) +
+                    (phase.empty() ? "" : " in " + esc(phase)) + ": " +
+                    esc(h.value("summary", std::string())) + "</p>\n<ul class=\"hang-groups\">\n";
+  for (const auto& g : h.value("groups", nlohmann::json::array())) {
+    std::string ranks;
+    for (const auto& r : g.value("ranks", nlohmann::json::array()))
+      ranks += (ranks.empty() ? "" : ",") + core::json_text(r);
+    out += "<li>rank(s) " + esc(ranks) + ": " +
+           esc(supervise::top_frames_text(g.value("frames", nlohmann::json::array()), 6)) +
+           "</li>\n";
+  }
+  out += "</ul>\n";
+  return out;
+}
+
+// <header>...</header>: the title and what the replayed log says about the run.
+std::string report_header(const std::string& title,
+                          const core::Result<supervise::RunSummary>& summary) {
+  std::string out = "<header>\n<h1>grpo-launch run report</h1>\n<p>" + esc(title) + "</p>\n";
+  if (summary.ok()) {
+    const auto& s = summary.value();
+    out += run_summary_lines(s);
+    if (s.hang_report.is_object()) out += hang_report_section(s.hang_report);
+  } else {
+    out += "<p>event log: " + esc(summary.error().str()) + "</p>\n";
+  }
+  out += "</header>\n";
+  return out;
+}
+
+}  // namespace
+
+Report render_report(const std::vector<json>& events, const ReportOptions& options) {
+  const ChartData data = collect_chart_data(events);
   const auto summary = supervise::replay(events);
   Report report;
   std::string body;
-  Series reward = metric(0, "reward_mean");
-  reward.name = "reward (train)";
-  Series val;
-  val.name = "validation reward";
-  for (const auto& [step, v] : validation) val.points.push_back({static_cast<double>(step), v});
-  report.charts.push_back(line_chart(body, "chart-reward", "Reward and validation reward", "step",
-                                     "exact-match reward", {reward, val}, restart_steps));
-  Series loss = metric(0, "loss");
-  loss.name = "loss";
-  report.charts.push_back(
-      line_chart(body, "chart-loss", "Loss", "step", "loss", {loss}, restart_steps));
-  Series kl = metric(0, "kl");
-  kl.name = "KL to the reference";
-  report.charts.push_back(line_chart(body, "chart-kl", "KL to the reference policy", "step", "KL",
-                                     {kl}, restart_steps));
-  Series tps = metric(0, "tokens_per_s");
-  tps.name = "tokens/s (rank 0)";
-  report.charts.push_back(line_chart(body, "chart-throughput", "Throughput", "step", "tokens / s",
-                                     {tps}, restart_steps));
-  report.charts.push_back(line_chart(body, "chart-step-time", "Step time per rank", "step",
-                                     "seconds", per_rank("step_s"), restart_steps));
-  report.charts.push_back(line_chart(body, "chart-memory", "Peak memory per rank", "step",
-                                     "MiB (peak RSS)", per_rank("peak_rss_mib"), restart_steps));
-  if (expert.empty()) {
-    report.charts.push_back(heat_map(body, 0, {}));
-  } else {
-    for (const auto& [layer, by_step] : expert)
-      report.charts.push_back(heat_map(body, layer, by_step));
-  }
+  training_charts(report, body, data);
+  expert_charts(report, body, data);
   report.charts.push_back(timeline(body, events));
-
-  std::string head = page_head(options.title);
-  head += "<header>\n<h1>grpo-launch run report</h1>\n<p>" + esc(options.title) + "</p>\n";
-  if (summary.ok()) {
-    const auto& s = summary.value();
-    head += "<p>" + esc(s.model) + (s.profile.empty() ? "" : " on " + esc(s.profile)) +
-            "; state <b>" + std::string(supervise::to_string(s.state)) + "</b>" +
-            (s.exit_code ? " (exit " + std::to_string(*s.exit_code) + ")" : "") + "; step " +
-            std::to_string(s.last_step) +
-            (s.total_steps ? " of " + std::to_string(s.total_steps) : "") + "</p>\n";
-    std::string failures;
-    for (const auto& [cls, n] : s.failures)
-      failures += (failures.empty() ? "" : ", ") + cls + " " + std::to_string(n);
-    head += "<p>attempts " + std::to_string(s.attempt) + ", restarts " +
-            std::to_string(s.restarts) + ", requeues " + std::to_string(s.requeues) +
-            "; failures: " + (failures.empty() ? "none" : esc(failures)) + "</p>\n";
-    head += "<p>OOM " + std::to_string(s.oom_events) + ", EXPERT_IMBALANCE " +
-            std::to_string(s.expert_imbalance_events) + ", stragglers " +
-            std::to_string(s.straggler_events) + "; lost " +
-            esc(supervise::format_duration(s.goodput.lost_at(s.last_time))) + " (" +
-            esc(supervise::lost_by_cause(s, s.last_time)) + "), effective " +
-            num(100.0 * supervise::effective_ratio(s, s.last_time), 1) + "%</p>\n";
-    if (s.hang_report.is_object()) {
-      // The newest hang attribution: the summary, then each group of identical stacks.
-      const auto& h = s.hang_report;
-      const std::string phase = h.value("phase", std::string());
-      head += "<p class=\"hang\">hang report, attempt " + std::to_string(h.value("attempt", 0)) +
-              (phase.empty() ? "" : " in " + esc(phase)) + ": " +
-              esc(h.value("summary", std::string())) + "</p>\n<ul class=\"hang-groups\">\n";
-      for (const auto& g : h.value("groups", nlohmann::json::array())) {
-        std::string ranks;
-        for (const auto& r : g.value("ranks", nlohmann::json::array()))
-          ranks += (ranks.empty() ? "" : ",") + core::json_text(r);
-        head += "<li>rank(s) " + esc(ranks) + ": " +
-                esc(supervise::top_frames_text(g.value("frames", nlohmann::json::array()), 6)) +
-                "</li>\n";
-      }
-      head += "</ul>\n";
-    }
-  } else {
-    head += "<p>event log: " + esc(summary.error().str()) + "</p>\n";
-  }
-  head += "</header>\n";
+  const std::string head = page_head(options.title) + report_header(options.title, summary);
   report.html = head + body + "<footer>generated by grpo-launch " + std::string(GRPO_VERSION) +
                 " from events.jsonl (" + std::to_string(events.size()) +
                 " events)</footer>\n</body>\n</html>\n";

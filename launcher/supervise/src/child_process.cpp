@@ -17,7 +17,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "grpo/slurm/unique_fd.h"
+#include "grpo/process/unique_fd.h"
 
 namespace grpo::supervise {
 

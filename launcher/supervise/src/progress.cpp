@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "grpo/io/files.h"
-#include "grpo/supervise/run_view.h"
+#include "grpo/runlog/run_view.h"
 
 namespace grpo::supervise {
 

@@ -16,10 +16,10 @@
 
 #include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/overloaded.h"
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/step_aggregate.h"
 #include "grpo/supervise/output_parsing.h"
 #include "grpo/supervise/self_save.h"
-#include "grpo/supervise/step_aggregate.h"
 
 #include "supervisor_attempt.h"
 
@@ -154,8 +154,6 @@ Supervisor::Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogW
     const fs::path dir = o_.run_dir;
     d_.newest_checkpoint = [dir] { return newest_checkpoint_on_disk(dir); };
   }
-  micro_batch_ = summary_.micro_batch.value_or(o_.config.micro_batch.value_or(0));
-  offload_ = summary_.offload;
   for (const auto& n : o_.exclude) {
     if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
   }
@@ -251,9 +249,9 @@ AttemptSpec Supervisor::make_spec(int attempt, int nodes, std::int64_t /*resume_
       spec.argv.push_back(kv);
     }
   }
-  if (o_.config.contract == TrainerContract::kEmbedded && micro_batch_ > 0) {
+  if (o_.config.contract == TrainerContract::kEmbedded && micro_batch() > 0) {
     spec.argv.push_back("--set");
-    spec.argv.push_back(std::string(kMicroBatchKey) + "=" + std::to_string(micro_batch_));
+    spec.argv.push_back(std::string(kMicroBatchKey) + "=" + std::to_string(micro_batch()));
   }
   spec.env = o_.env;
   spec.env["GRPO_ATTEMPT"] = std::to_string(attempt);
@@ -283,8 +281,8 @@ Context Supervisor::policy_context(const Attempt& a) const {
   c.under_slurm = d_.job.under_slurm();
   c.nodes = a.spec.nodes;
   c.excluded = excluded_;
-  c.micro_batch = std::max(1, micro_batch_);
-  c.offload = offload_;
+  c.micro_batch = std::max(1, micro_batch());
+  c.offload = offload();
   c.offload_supported = o_.config.offload_supported;
   c.made_progress = a.checkpoint_on_disk > a.resume_step;
   // Shrinking: how many nodes would still run without one more node.
@@ -377,15 +375,16 @@ core::Result<int> Supervisor::run() {
     Attempt a(number, make_spec(number, nodes, resume), d_.clock.now(), resume, o_.config);
     a.last_node_check = a.start;
     a.hosts = hosts;
-    GRPO_TRY_STATUS(record(ev::kAttemptStarted,
-                           {{"attempt", number},
-                            {"world_size", a.spec.world_size()},
-                            {"nodes", nodes},
-                            {"hosts", hosts},
-                            {"spares", std::max(0, available - nodes)},
-                            {"excluded", excluded_},
-                            {"micro_batch", micro_batch_ > 0 ? json(micro_batch_) : json(nullptr)},
-                            {"resume_step", resume}}));
+    GRPO_TRY_STATUS(
+        record(ev::kAttemptStarted,
+               {{"attempt", number},
+                {"world_size", a.spec.world_size()},
+                {"nodes", nodes},
+                {"hosts", hosts},
+                {"spares", std::max(0, available - nodes)},
+                {"excluded", excluded_},
+                {"micro_batch", micro_batch() > 0 ? json(micro_batch()) : json(nullptr)},
+                {"resume_step", resume}}));
     spdlog::info("attempt {}: {} rank(s) on {} node(s), resuming from {}", number,
                  a.spec.world_size(), nodes,
                  resume >= 0 ? "step " + std::to_string(resume) : std::string("the start"));
@@ -512,14 +511,13 @@ core::Result<std::optional<int>> Supervisor::restart(const Restart& r, int numbe
     json rj = {{"what", r.remediation->what}, {"attempt", number}};
     if (r.remediation->micro_batch) {
       rj["micro_batch"] = *r.remediation->micro_batch;
-      rj["previous_micro_batch"] = micro_batch_;
-      micro_batch_ = *r.remediation->micro_batch;
+      rj["previous_micro_batch"] = micro_batch();
     }
     if (r.remediation->offload) {
       rj["offload"] = *r.remediation->offload;
-      offload_ = *r.remediation->offload;
     }
     spdlog::warn("remediation: {}", r.remediation->what);
+    // The new micro batch and offload take effect through the fold (apply_event).
     GRPO_TRY_STATUS(record(ev::kRemediation, rj));
   }
   for (const auto& n : r.exclude) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/supervise/step_aggregate.h"
+#include "grpo/runlog/step_aggregate.h"
 #include "grpo/supervise/supervisor.h"
 
 namespace grpo::supervise {

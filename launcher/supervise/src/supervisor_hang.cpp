@@ -8,7 +8,7 @@
 
 #include "grpo/core/run_dir.h"
 #include "grpo/io/files.h"
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 #include "grpo/supervise/child_process.h"
 #include "grpo/supervise/supervisor.h"
 

@@ -14,10 +14,10 @@
 
 #include "grpo/core/checkpoint_interval.h"
 #include "grpo/core/overloaded.h"
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/step_aggregate.h"
 #include "grpo/supervise/output_parsing.h"
 #include "grpo/supervise/self_save.h"
-#include "grpo/supervise/step_aggregate.h"
 
 #include "grpo/core/telemetry_events.h"
 #include "supervisor_attempt.h"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 
 namespace grpo::supervise {
 

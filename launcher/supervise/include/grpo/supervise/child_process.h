@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "grpo/core/result.h"
-#include "grpo/slurm/process_runner.h"
-#include "grpo/slurm/unique_fd.h"
+#include "grpo/process/process_runner.h"
+#include "grpo/process/unique_fd.h"
 
 namespace grpo::supervise {
 

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "grpo/runlog/failure.h"
 #include "grpo/supervise/attempt_runner.h"
-#include "grpo/supervise/failure.h"
 #include "grpo/supervise/phase_timeouts.h"
 
 namespace grpo::supervise {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 
 namespace grpo::supervise {
 

@@ -23,15 +23,16 @@
 
 #include "grpo/core/result.h"
 #include "grpo/core/verl_keys.h"
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/runlog/hang_report.h"
+#include "grpo/runlog/restart_policy.h"
 #include "grpo/supervise/attempt_runner.h"
 #include "grpo/supervise/clock.h"
-#include "grpo/supervise/event_log.h"
-#include "grpo/supervise/hang_report.h"
+#include "grpo/supervise/event_log_file.h"
 #include "grpo/supervise/job_control.h"
 #include "grpo/supervise/monitor.h"
 #include "grpo/supervise/node_health.h"
-#include "grpo/supervise/restart_policy.h"
 #include "grpo/supervise/supervisor_tensorboard.h"
 
 namespace grpo::supervise {
@@ -178,7 +179,15 @@ class Supervisor {
   struct Attempt;
   enum class Ending;
 
+  // The one way the run's state changes: appends the event to the log and folds it into
+  // summary_ with apply_event, the reducer replay() uses after a requeue.
   core::Status record(const std::string& type, nlohmann::json fields);
+  // The micro batch and offload the next attempt runs with: folded from remediation events
+  // (0: the trainer's own micro batch).
+  int micro_batch() const {
+    return summary_.micro_batch.value_or(o_.config.micro_batch.value_or(0));
+  }
+  bool offload() const { return summary_.offload; }
   core::Status transition(Trigger trigger, const std::string& reason);
   core::Result<Ending> watch(Attempt& a);
   // watch()'s steps, in the order each poll runs them (supervisor_watch.cpp).
@@ -243,8 +252,6 @@ class Supervisor {
   SupervisorTensorBoard tensorboard_;  // restarts and failures for TensorBoard
   RunTimings timings_;
   std::map<PhaseClass, double> recorded_timeouts_;  // the newest timeouts_calibrated's limits
-  int micro_batch_ = 0;
-  bool offload_ = false;
   std::vector<std::string> excluded_;
   std::map<std::string, int> warned_at_;
   double last_tick_ = -1e9;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
 #include "grpo/tensorboard/event_file.h"
 
 namespace grpo::supervise {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 
 namespace grpo::slurm {
 

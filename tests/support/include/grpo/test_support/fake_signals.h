@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
 
 namespace grpo::slurm {
 

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
+#include "grpo/supervise/event_log_file.h"
 #include "grpo/supervise/supervisor.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"

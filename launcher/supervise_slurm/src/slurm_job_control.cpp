@@ -1,4 +1,4 @@
-#include "grpo/supervise/slurm_job_control.h"
+#include "grpo/supervise_slurm/slurm_job_control.h"
 
 #include <algorithm>
 #include <chrono>

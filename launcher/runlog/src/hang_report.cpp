@@ -1,4 +1,4 @@
-#include "grpo/supervise/hang_report.h"
+#include "grpo/runlog/hang_report.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
 
 namespace grpo::supervise {
 

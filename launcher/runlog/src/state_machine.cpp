@@ -1,4 +1,4 @@
-#include "grpo/supervise/state_machine.h"
+#include "grpo/runlog/state_machine.h"
 
 #include <string>
 

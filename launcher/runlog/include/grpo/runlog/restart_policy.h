@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "grpo/supervise/failure.h"
+#include "grpo/runlog/failure.h"
 
 namespace grpo::supervise {
 

@@ -14,9 +14,9 @@
 
 #include "grpo/core/result.h"
 #include "grpo/core/telemetry_events.h"
-#include "grpo/supervise/goodput.h"
-#include "grpo/supervise/restart_policy.h"
-#include "grpo/supervise/state_machine.h"
+#include "grpo/runlog/goodput.h"
+#include "grpo/runlog/restart_policy.h"
+#include "grpo/runlog/state_machine.h"
 
 namespace grpo::supervise {
 
@@ -117,39 +117,12 @@ nlohmann::json decision_fields(const Decision& d);
 core::Status apply_event(RunSummary& summary, const nlohmann::json& event);
 core::Result<RunSummary> replay(const std::vector<nlohmann::json>& events);
 
-// Reads a log. A final line without its newline (the writer died mid-line) is dropped with
-// `torn` set; any other unparsable line is an error (kParse, file:line).
+// Reads the text of a log. A final line without its newline (the writer died mid-line) is dropped
+// with `torn` set; any other unparsable line is an error (kParse, file_name:line).
 struct LogContents {
   std::vector<nlohmann::json> events;
   bool torn = false;
 };
-core::Result<LogContents> read_event_log(const std::filesystem::path& path);
-
-// Appends events to the log: each line is written with one write(2) on an O_APPEND descriptor,
-// so a reader sees whole lines, and fdatasync'd (forwarded trainer events are synced in batches:
-// sync = false, then sync()). seq continues from the log's last event.
-class EventLogWriter {
- public:
-  static core::Result<EventLogWriter> open(const std::filesystem::path& path);
-  EventLogWriter(EventLogWriter&&) noexcept;
-  EventLogWriter& operator=(EventLogWriter&&) noexcept;
-  EventLogWriter(const EventLogWriter&) = delete;
-  EventLogWriter& operator=(const EventLogWriter&) = delete;
-  ~EventLogWriter();
-
-  // Adds schema, seq and time (seconds since the epoch) to `fields` and appends it.
-  core::Status append(const std::string& type, nlohmann::json fields, double time,
-                      bool sync = true);
-  // fdatasync of what append(..., false) wrote since the last sync.
-  core::Status sync();
-  std::int64_t next_seq() const { return seq_; }
-
- private:
-  EventLogWriter(int fd, std::int64_t seq, std::filesystem::path path);
-  int fd_ = -1;
-  std::int64_t seq_ = 0;
-  bool unsynced_ = false;
-  std::filesystem::path path_;
-};
+core::Result<LogContents> parse_event_log(std::string_view text, const std::string& file_name);
 
 }  // namespace grpo::supervise

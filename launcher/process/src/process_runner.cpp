@@ -1,6 +1,6 @@
-#include "grpo/slurm/process_runner.h"
-#include "grpo/slurm/signals.h"
-#include "grpo/slurm/unique_fd.h"
+#include "grpo/process/process_runner.h"
+#include "grpo/process/signals.h"
+#include "grpo/process/unique_fd.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,8 +1,8 @@
-#include "grpo/supervise/goodput.h"
+#include "grpo/runlog/goodput.h"
 
 #include <algorithm>
 
-#include "grpo/supervise/event_log.h"
+#include "grpo/runlog/event_log.h"
 
 namespace grpo::supervise {
 
@@ -51,7 +51,9 @@ void Goodput::apply(const std::string& type, const json& e, double time) {
       restart_s += std::max(0.0, time - *restart_since);
       restart_since.reset();
     }
-    if (e.value("state", std::string()) == "requeued") requeue_since = time;
+    // A crafted log's non-string state is not a requeue (json::value would throw on it).
+    const auto state = e.find("state");
+    if (state != e.end() && state->is_string() && *state == "requeued") requeue_since = time;
   }
 }
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "grpo/slurm/process_runner.h"
+#include "grpo/process/process_runner.h"
 #include "grpo/slurm/slurm_job.h"
 #include "grpo/supervise/job_control.h"
 

@@ -1,4 +1,4 @@
-#include "grpo/supervise/restart_policy.h"
+#include "grpo/runlog/restart_policy.h"
 
 #include <algorithm>
 #include <cmath>

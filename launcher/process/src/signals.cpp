@@ -1,4 +1,4 @@
-#include "grpo/slurm/signals.h"
+#include "grpo/process/signals.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "grpo/supervise/step_aggregate.h"
+#include "grpo/runlog/step_aggregate.h"
 
 #include <algorithm>
 #include <cmath>

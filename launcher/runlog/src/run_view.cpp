@@ -1,4 +1,4 @@
-#include "grpo/supervise/run_view.h"
+#include "grpo/runlog/run_view.h"
 
 #include <algorithm>
 #include <cmath>
