@@ -1,6 +1,6 @@
-// Fuzzes reading verl-format dataset files (trainer/src/dataset.cpp, docs/datasets.md): JSONL and
-// JSON arrays of records, then verl's truncation of each record's message count as a stand-in
-// for token ids. One-line errors naming the file, never a crash.
+// Fuzzes reading verl-format dataset files (trainer/common/src/dataset.cpp, docs/datasets.md):
+// JSONL and JSON arrays of records, then verl's truncation of each record's message count as a
+// stand-in for token ids. One-line errors naming the file, never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <string>

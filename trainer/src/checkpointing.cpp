@@ -61,6 +61,155 @@ std::pair<std::int64_t, std::int64_t> identity(const std::optional<CheckpointInf
   return {found->step, static_cast<std::int64_t>(std::stoull(h.substr(0, 15), nullptr, 16))};
 }
 
+// The chosen checkpoint's files as this rank sees them: its own (own), or, when the ranks found
+// different ones, rank 0's (then only rank 0 reads files and broadcasts what it read).
+struct ResumeFiles {
+  const CheckpointPick& pick;
+  bool own = false;
+  bool reads = false;  // this rank reads the files: own, or rank 0
+  std::string_view bytes(const char* name) const {
+    return pick.found ? pick.found->bytes(name) : std::string_view();
+  }
+};
+
+// Reports the checkpoints the look skipped, then the ranks agree on the one they found (one
+// all-reduce). Returns whether every rank found the same one. Errors: a rank's pick.error
+// (kIo), the communicator's.
+core::Result<bool> agree_on_checkpoint(RunContext& ctx, const CheckpointPick& pick) {
+  for (const auto& s : pick.skipped) {
+    spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
+    if (ctx.rank == 0)
+      ctx.tel.emit(core::telemetry::event::kCheckpointSkipped,
+                   {{"path", s.path}, {"reason", s.reason}});
+  }
+  const auto [found_step, found_id] = identity(pick.found);
+  at::Tensor agree =
+      at::tensor({pick.error ? 1L : 0L, found_step, -found_step, found_id, -found_id}, at::kLong);
+  GRPO_TRY_STATUS(ctx.comm->allreduce_max(agree));
+  if (agree[0].item<std::int64_t>() != 0) {
+    if (pick.error) return *pick.error;
+    return make_error(ErrorKind::kIo, "checkpoint " + ctx.cfg.resume_from_path +
+                                          " does not verify on another rank");
+  }
+  const bool own = agree[1].item<std::int64_t>() == -agree[2].item<std::int64_t>() &&
+                   agree[3].item<std::int64_t>() == -agree[4].item<std::int64_t>();
+  if (!own && ctx.rank == 0) {
+    spdlog::warn(
+        "the ranks found different checkpoints (is the run directory shared?): rank 0 "
+        "reads {} and broadcasts it",
+        pick.found ? pick.found->dir.string() : std::string("none"));
+  }
+  return own;
+}
+
+// No checkpoint: the weights of the Hugging Face model directory, or rank 0's initial ones.
+core::Status start_from_scratch(RunContext& ctx, TrainState& st) {
+  spdlog::info("starting from scratch (no checkpoint to resume)");
+  const NamedTensors local = model_weights(st);
+  // A Hugging Face model directory: its weights, not the random initialization (rank 0 reads
+  // the full tensors; scatter_full keeps each rank's experts and TP slices).
+  if (const auto hf_dir = hf_model_dir(ctx.cfg.model_path)) {
+    GRPO_TRY_STATUS(load_hf_weights(ctx, *hf_dir, full_params(ctx, *st.model), local));
+    st.optim->sync_params();
+    return core::ok_status();
+  }
+  // Identical initial weights on every rank holding a tensor, whatever happened before. TP
+  // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
+  // slice (QwenModel's constructor), so the slices of all replicas agree.
+  std::vector<FullTensor> whole;
+  for (const FullTensor& f : full_params(ctx, *st.model)) {
+    if (!f.sliced) whole.push_back(f);
+  }
+  GRPO_TRY_STATUS(scatter_full(ctx, whole,
+                               std::map<std::string, at::Tensor>(local.begin(), local.end()), local,
+                               [](const FullTensor& f) { return f.owner; }));
+  st.optim->sync_params();
+  return core::ok_status();
+}
+
+// The tensors of `file` into `dst`. The file's tensors alias the verified mapping (no copy);
+// each rank keeps the part its layout holds (keep_part): from its own reading, or broadcast
+// from rank 0's.
+core::Status load_tensors(RunContext& ctx, const ResumeFiles& files, const char* file,
+                          const NamedTensors& dst, const std::vector<FullTensor>& full) {
+  std::map<std::string, at::Tensor> src;
+  if (files.reads) {
+    GRPO_TRY(NamedTensors parsed, view_safetensors(files.bytes(file)));
+    src.insert(parsed.begin(), parsed.end());
+  }
+  if (files.own) return copy_own_parts(ctx, full, src, dst);
+  return scatter_full(ctx, full, src, dst, [](const FullTensor&) { return 0; });
+}
+
+// The model, the optimizer moments and steps, the reference once GRPO started, the step and the
+// data cursor, from the checkpoint and its trainer_state.json.
+core::Status load_training_state(RunContext& ctx, const ResumeFiles& files, const json& state,
+                                 TrainState& st) {
+  const std::vector<FullTensor>& params = full_params(ctx, *st.model);
+  // Under mixed precision the file's fp32 weights go into the masters (model_weights).
+  GRPO_TRY_STATUS(load_tensors(ctx, files, "model.safetensors", model_weights(st), params));
+  st.optim->sync_params();
+  // state() aliases the moments
+  GRPO_TRY_STATUS(load_tensors(ctx, files, "optimizer.safetensors", st.optim->state(),
+                               full_optimizer_states(params)));
+  st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
+  st.grpo_started = state.at("grpo_started").get<bool>();
+  if (st.grpo_started) {
+    st.ref =
+        std::make_shared<QwenModel>(ctx.spec, st.model->ops(), st.model->lm_head_weight().options(),
+                                    nullptr, st.model->expert_shard(), st.model->tensor_shard());
+    GRPO_TRY_STATUS(
+        load_tensors(ctx, files, "reference.safetensors", st.ref->named_params(), params));
+    for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
+  }
+  st.step = state.at("step").get<std::int64_t>();
+  st.data_cursor = state.at("data_cursor").get<std::int64_t>();
+  return core::ok_status();
+}
+
+// RNG: each data-parallel replica continues its own sampling stream (the one its TP rank 0
+// saved) when the number of replicas is unchanged, whatever the TP or EP layout; otherwise
+// every replica starts a fresh stream. Returns whether the replicas changed (resharded).
+// Errors: kInvalidValue (too few sampling states), the communicator's.
+core::Result<bool> restore_sampling_streams(RunContext& ctx, const ResumeFiles& files,
+                                            const json& state, int saved_world, TrainState& st) {
+  NamedTensors rngs;
+  if (files.reads) {
+    GRPO_TRY(rngs, view_safetensors(files.bytes("rng.safetensors")));
+  }
+  const int saved_replicas = state.value("data_ranks", saved_world);
+  const bool resharded = saved_replicas != ctx.par.data_ranks();
+  if (!resharded) {
+    const int saved_tp = std::max(1, saved_world / saved_replicas);  // PP = CP = 1
+    if (files.reads && rngs.size() < static_cast<std::size_t>(saved_world)) {
+      return make_error(ErrorKind::kInvalidValue,
+                        "rng.safetensors holds " + std::to_string(rngs.size()) +
+                            " sampling states for " + std::to_string(saved_world) + " ranks");
+    }
+    const auto saved = [&](int d) {
+      return rngs.at(static_cast<std::size_t>(d * saved_tp)).second;
+    };
+    if (files.own) {
+      compat::set_generator_state(st.sample_gen, saved(ctx.par.data_rank()).clone());
+    } else {
+      at::Tensor mine = compat::generator_state(st.sample_gen);
+      for (int d = 0; d < saved_replicas; ++d) {
+        at::Tensor buf = ctx.rank == 0 ? saved(d).clone() : at::zeros_like(mine);
+        GRPO_TRY_STATUS(ctx.comm->broadcast(buf, 0));
+        if (d == ctx.par.data_rank()) compat::set_generator_state(st.sample_gen, buf);
+      }
+    }
+  } else {
+    st.sample_gen = compat::make_cpu_generator(sampling_seed(ctx.cfg.seed, ctx.par.data_rank()) +
+                                               static_cast<std::uint64_t>(st.step) * 7919ULL);
+    spdlog::warn(
+        "resuming a checkpoint written by {} data-parallel replica(s) on {}: the model is "
+        "resharded, the data cursor is global, sampling streams are re-seeded (not bit-exact)",
+        saved_replicas, ctx.par.data_ranks());
+  }
+  return resharded;
+}
+
 }  // namespace
 
 core::Status Checkpointer::resume(TrainState& st) {
@@ -75,139 +224,25 @@ core::Status Checkpointer::resume(TrainState& st) {
       ahead_.valid() ? ahead_.get()
                      : pick_checkpoint(store_, cfg.resume_mode, cfg.resume_from_path, rank == 0);
   const double wait_s = seconds_since(t_begin);
-  for (const auto& s : pick.skipped) {
-    spdlog::warn("skipping checkpoint {}: {}", s.path, s.reason);
-    if (rank == 0)
-      ctx_.tel.emit(core::telemetry::event::kCheckpointSkipped,
-                    {{"path", s.path}, {"reason", s.reason}});
-  }
-  const auto [found_step, found_id] = identity(pick.found);
-  at::Tensor agree =
-      at::tensor({pick.error ? 1L : 0L, found_step, -found_step, found_id, -found_id}, at::kLong);
-  GRPO_TRY_STATUS(ctx_.comm->allreduce_max(agree));
-  if (agree[0].item<std::int64_t>() != 0) {
-    if (pick.error) return *pick.error;
-    return make_error(ErrorKind::kIo,
-                      "checkpoint " + cfg.resume_from_path + " does not verify on another rank");
-  }
-  const bool own = agree[1].item<std::int64_t>() == -agree[2].item<std::int64_t>() &&
-                   agree[3].item<std::int64_t>() == -agree[4].item<std::int64_t>();
-  if (!own && rank == 0) {
-    spdlog::warn(
-        "the ranks found different checkpoints (is the run directory shared?): rank 0 "
-        "reads {} and broadcasts it",
-        pick.found ? pick.found->dir.string() : std::string("none"));
-  }
-  // The files of the chosen checkpoint as this rank sees them: its own, or (broadcast) rank 0's.
-  const auto bytes = [&pick](const char* name) -> std::string_view {
-    return pick.found ? pick.found->bytes(name) : std::string_view();
-  };
+  GRPO_TRY(const bool own, agree_on_checkpoint(ctx_, pick));
+  const ResumeFiles files{pick, own, own || rank == 0};
   std::string state_text;  // trainer_state.json
   std::string found_path;
-  if (own || rank == 0) {
-    state_text = std::string(bytes("trainer_state.json"));
+  if (files.reads) {
+    state_text = std::string(files.bytes("trainer_state.json"));
     if (pick.found) found_path = pick.found->dir.string();
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (!own) GRPO_TRY_STATUS(broadcast_bytes(state_text, 0));
-  if (state_text.empty()) {
-    spdlog::info("starting from scratch (no checkpoint to resume)");
-    const NamedTensors local = model_weights(st);
-    // A Hugging Face model directory: its weights, not the random initialization (rank 0 reads
-    // the full tensors; scatter_full keeps each rank's experts and TP slices).
-    if (const auto hf_dir = hf_model_dir(ctx_.cfg.model_path)) {
-      GRPO_TRY_STATUS(load_hf_weights(ctx_, *hf_dir, full_params(ctx_, *st.model), local));
-      st.optim->sync_params();
-      return core::ok_status();
-    }
-    // Identical initial weights on every rank holding a tensor, whatever happened before. TP
-    // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
-    // slice (QwenModel's constructor), so the slices of all replicas agree.
-    std::vector<FullTensor> whole;
-    for (const FullTensor& f : full_params(ctx_, *st.model)) {
-      if (!f.sliced) whole.push_back(f);
-    }
-    GRPO_TRY_STATUS(scatter_full(ctx_, whole,
-                                 std::map<std::string, at::Tensor>(local.begin(), local.end()),
-                                 local, [](const FullTensor& f) { return f.owner; }));
-    st.optim->sync_params();
-    return core::ok_status();
-  }
+  if (state_text.empty()) return start_from_scratch(ctx_, st);
   if (!own) GRPO_TRY_STATUS(broadcast_bytes(found_path, 0));
   json state = json::parse(state_text);
   const int saved_world = state.at("world_size").get<int>();
   const std::string saved_layout = state.value("layout", "");
 
   torch::NoGradGuard no_grad;
-  // The file's tensors alias the verified mapping (no copy); each rank keeps the part its layout
-  // holds (keep_part): from its own reading, or broadcast from rank 0's.
-  const auto from_rank0 = [](const FullTensor&) { return 0; };
-  auto load_into = [&](const char* file, const NamedTensors& dst,
-                       const std::vector<FullTensor>& full) -> core::Status {
-    std::map<std::string, at::Tensor> src;
-    if (own || rank == 0) {
-      GRPO_TRY(NamedTensors parsed, view_safetensors(bytes(file)));
-      src.insert(parsed.begin(), parsed.end());
-    }
-    if (own) return copy_own_parts(ctx_, full, src, dst);
-    return scatter_full(ctx_, full, src, dst, from_rank0);
-  };
-  const std::vector<FullTensor>& params = full_params(ctx_, *st.model);
-  // Under mixed precision the file's fp32 weights go into the masters (model_weights).
-  GRPO_TRY_STATUS(load_into("model.safetensors", model_weights(st), params));
-  st.optim->sync_params();
-  // state() aliases the moments
-  GRPO_TRY_STATUS(
-      load_into("optimizer.safetensors", st.optim->state(), full_optimizer_states(params)));
-  st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
-  st.grpo_started = state.at("grpo_started").get<bool>();
-  if (st.grpo_started) {
-    st.ref = std::make_shared<QwenModel>(ctx_.spec, st.model->ops(),
-                                         st.model->lm_head_weight().options(), nullptr,
-                                         st.model->expert_shard(), st.model->tensor_shard());
-    GRPO_TRY_STATUS(load_into("reference.safetensors", st.ref->named_params(), params));
-    for (auto& [n, p] : st.ref->named_params()) p.set_requires_grad(false);
-  }
-  st.step = state.at("step").get<std::int64_t>();
-  st.data_cursor = state.at("data_cursor").get<std::int64_t>();
-
-  // RNG: each data-parallel replica continues its own sampling stream (the one its TP rank 0
-  // saved) when the number of replicas is unchanged, whatever the TP or EP layout; otherwise
-  // every replica starts a fresh stream.
-  NamedTensors rngs;
-  if (own || rank == 0) {
-    GRPO_TRY(rngs, view_safetensors(bytes("rng.safetensors")));
-  }
-  const int saved_replicas = state.value("data_ranks", saved_world);
-  const bool resharded = saved_replicas != ctx_.par.data_ranks();
-  if (!resharded) {
-    const int saved_tp = std::max(1, saved_world / saved_replicas);  // PP = CP = 1
-    if ((own || rank == 0) && rngs.size() < static_cast<std::size_t>(saved_world)) {
-      return make_error(ErrorKind::kInvalidValue,
-                        "rng.safetensors holds " + std::to_string(rngs.size()) +
-                            " sampling states for " + std::to_string(saved_world) + " ranks");
-    }
-    const auto saved = [&](int d) {
-      return rngs.at(static_cast<std::size_t>(d * saved_tp)).second;
-    };
-    if (own) {
-      compat::set_generator_state(st.sample_gen, saved(ctx_.par.data_rank()).clone());
-    } else {
-      at::Tensor mine = compat::generator_state(st.sample_gen);
-      for (int d = 0; d < saved_replicas; ++d) {
-        at::Tensor buf = rank == 0 ? saved(d).clone() : at::zeros_like(mine);
-        GRPO_TRY_STATUS(ctx_.comm->broadcast(buf, 0));
-        if (d == ctx_.par.data_rank()) compat::set_generator_state(st.sample_gen, buf);
-      }
-    }
-  } else {
-    st.sample_gen = compat::make_cpu_generator(sampling_seed(cfg.seed, ctx_.par.data_rank()) +
-                                               static_cast<std::uint64_t>(st.step) * 7919ULL);
-    spdlog::warn(
-        "resuming a checkpoint written by {} data-parallel replica(s) on {}: the model is "
-        "resharded, the data cursor is global, sampling streams are re-seeded (not bit-exact)",
-        saved_replicas, ctx_.par.data_ranks());
-  }
+  GRPO_TRY_STATUS(load_training_state(ctx_, files, state, st));
+  GRPO_TRY(const bool resharded, restore_sampling_streams(ctx_, files, state, saved_world, st));
   GRPO_TRY(const std::string loaded_sha, full_weights_sha256(ctx_, st));
   const double read_s = seconds_since(t0);
   const double secs = seconds_since(t_begin);

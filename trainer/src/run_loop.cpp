@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -227,133 +228,132 @@ void TrainingRun::emit_layout() {
   ctx_.tel.emit(core::telemetry::event::kLayout, fields);
 }
 
-int TrainingRun::run() {
+namespace {
+
+// What the collectives moved since `before`, per key (docs/telemetry.md's comm_bytes).
+nlohmann::json comm_bytes_since(const std::map<std::string, std::int64_t>& before,
+                                const std::map<std::string, std::int64_t>& now) {
+  nlohmann::json comm_bytes = nlohmann::json::object();
+  for (const auto& [key, sum] : now) {
+    const auto it = before.find(key);
+    const std::int64_t n = sum - (it == before.end() ? 0 : it->second);
+    if (n > 0) comm_bytes[key] = n;
+  }
+  return comm_bytes;
+}
+
+// A failed resume is reported as such (a checkpoint error, or a comm error where a collective
+// failed) rather than as a failed step.
+int resume_failed(Telemetry& tel, const core::Error& e) {
+  spdlog::error("resume failed: {}", e.message);
+  tel.emit(core::telemetry::event::kError,
+           {{"code", e.kind == ErrorKind::kUnavailable ? core::telemetry::error_code::kComm
+                                                       : core::telemetry::error_code::kCheckpoint},
+            {"message", e.message}});
+  return exit_code_for(e);
+}
+
+}  // namespace
+
+core::Status TrainingRun::form_layout() {
   const TrainerConfig& cfg = ctx_.cfg;
   const bootstrap::WorldInfo& world = boot_->world();
-  auto stages = pipeline_stages(cfg, ctx_.spec.num_layers);
-  if (!stages.ok()) return fail(stages.error());
-  auto par =
-      make_parallel_state(*ctx_.comm, dims_from_config(cfg, ctx_.world),
-                          world.world_size > 1 ? world.local_world_size : 1,
-                          world.world_size > 1 ? world.local_rank : 0, std::move(stages).value());
-  if (!par.ok()) return fail(par.error());
-  ctx_.par = std::move(par).value();
+  GRPO_TRY(auto stages, pipeline_stages(cfg, ctx_.spec.num_layers));
+  GRPO_TRY(ctx_.par,
+           make_parallel_state(*ctx_.comm, dims_from_config(cfg, ctx_.world),
+                               world.world_size > 1 ? world.local_world_size : 1,
+                               world.world_size > 1 ? world.local_rank : 0, std::move(stages)));
   ctx_.par.sequence_parallel = cfg.sequence_parallel && ctx_.par.dims.tp > 1;
   spdlog::info("layout {}{}", ctx_.par.describe(),
                ctx_.par.ep ? fmt::format(", experts {}..{} on this rank",
                                          ctx_.par.local_experts(ctx_.spec.num_experts).first,
                                          ctx_.par.local_experts(ctx_.spec.num_experts).second - 1)
                            : "");
-  setup();
-  emit_layout();
-  if (core::Status st = start_tensorboard(); !st.ok()) return fail(st.error());
-  if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
-    spdlog::error("resume failed: {}", st.error().message);
-    ctx_.tel.emit(core::telemetry::event::kError,
-                  {{"code", st.error().kind == ErrorKind::kUnavailable
-                                ? core::telemetry::error_code::kComm
-                                : core::telemetry::error_code::kCheckpoint},
-                   {"message", st.error().message}});
-    return exit_code_for(st.error());
-  }
+  return core::ok_status();
+}
 
+core::Status TrainingRun::run_step(std::int64_t s) {
+  const TrainerConfig& cfg = ctx_.cfg;
+  const bool sft = s <= cfg.sft_warmup_steps;
+  ctx_.enter_phase(s, "start");
+  ctx_.fire_step_faults(s, "start", *state_.model);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!sft && !state_.grpo_started) GRPO_TRY_STATUS(start_grpo(ctx_, state_));
+  const auto step_t0 = std::chrono::steady_clock::now();
+  const double comm_t0 = ctx_.comm->seconds();
+  const std::map<std::string, std::int64_t> bytes_t0 = ctx_.comm->bytes();
+  // An injected straggler is slow inside the step, as a slow rank's compute would be.
+  if (const std::int64_t ms = ctx_.faults.slow_ms(s); ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  StepMetrics m;
+  GRPO_TRY_STATUS(sft ? sft_step(ctx_, state_, s, m) : grpo_step(ctx_, state_, s, m));
+  const double step_s = seconds_since(step_t0);
+  const double step_comm_s = ctx_.comm->seconds() - comm_t0;
+  // The step's own collectives, like step_s and comm_s: validation below is not counted.
+  nlohmann::json comm_bytes = comm_bytes_since(bytes_t0, ctx_.comm->bytes());
+  state_.step = s;
+
+  std::optional<double> val;
+  const bool periodic = cfg.test_freq > 0 && s % cfg.test_freq == 0;
+  if (periodic || s == cfg.total_steps()) {
+    GRPO_TRY(val, validation_phase(ctx_, state_, s));
+  }
+  m.fields["step"] = s;
+  m.fields["phase"] = sft ? "sft" : "grpo";
+  m.fields["grpo_step"] = sft ? 0 : s - cfg.sft_warmup_steps;
+  m.fields["tokens"] = m.tokens;
+  m.fields["step_s"] = step_s;
+  m.fields["comm_s"] = step_comm_s;
+  m.fields["comm_bytes"] = std::move(comm_bytes);
+  m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
+  m.fields["wall_s"] = seconds_since(t0);
+  recent_step_s_.push_back(m.fields["wall_s"].get<double>());
+  if (recent_step_s_.size() > kRecentSteps) recent_step_s_.pop_front();
+  m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+  m.fields["data_cursor"] = state_.data_cursor;
+  if (val) m.fields["val_reward"] = *val;
+  if (cfg.checksum_freq > 0 && s % cfg.checksum_freq == 0) {
+    GRPO_TRY(const std::string sha, full_weights_sha256(ctx_, state_));
+    m.fields["weights_sha256"] = sha;
+  }
+  report_step(s, sft, m);
+  return core::ok_status();
+}
+
+core::Result<bool> TrainingRun::save_if_due(std::int64_t s) {
+  const TrainerConfig& cfg = ctx_.cfg;
   const std::int64_t total = cfg.total_steps();
   const bool auto_freq = cfg.save_freq == kSaveFreqAuto;
-  if (auto_freq && ctx_.rank == 0 && state_.step < total) {
-    ctx_.tel.emit(core::telemetry::event::kSaveInterval,
-                  {{"step", state_.step},
-                   {"interval_steps", 1},
-                   {"next_save_step", state_.step + 1},
-                   {"why", "the attempt's first step is saved: it measures the checkpoint cost"}});
-  }
-  while (state_.step < total) {
-    const std::int64_t s = state_.step + 1;
-    const bool sft = s <= cfg.sft_warmup_steps;
-    ctx_.enter_phase(s, "start");
-    ctx_.fire_step_faults(s, "start", *state_.model);
-    const auto t0 = std::chrono::steady_clock::now();
-    if (!sft && !state_.grpo_started) {
-      if (core::Status st = start_grpo(ctx_, state_); !st.ok()) return fail(st.error());
-    }
-    const auto step_t0 = std::chrono::steady_clock::now();
-    const double comm_t0 = ctx_.comm->seconds();
-    const std::map<std::string, std::int64_t> bytes_t0 = ctx_.comm->bytes();
-    // An injected straggler is slow inside the step, as a slow rank's compute would be.
-    if (const std::int64_t ms = ctx_.faults.slow_ms(s); ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    }
-    StepMetrics m;
-    core::Status st = sft ? sft_step(ctx_, state_, s, m) : grpo_step(ctx_, state_, s, m);
-    if (!st.ok()) return fail(st.error());
-    const double step_s = seconds_since(step_t0);
-    const double step_comm_s = ctx_.comm->seconds() - comm_t0;
-    // The step's own collectives, like step_s and comm_s: validation below is not counted.
-    nlohmann::json comm_bytes = nlohmann::json::object();
-    for (const auto& [key, sum] : ctx_.comm->bytes()) {
-      const auto before = bytes_t0.find(key);
-      const std::int64_t n = sum - (before == bytes_t0.end() ? 0 : before->second);
-      if (n > 0) comm_bytes[key] = n;
-    }
-    state_.step = s;
-
-    std::optional<double> val;
-    const bool periodic = cfg.test_freq > 0 && s % cfg.test_freq == 0;
-    if (periodic || s == total) {
-      auto v = validation_phase(ctx_, state_, s);
-      if (!v.ok()) return fail(v.error());
-      val = *v;
-    }
-    m.fields["step"] = s;
-    m.fields["phase"] = sft ? "sft" : "grpo";
-    m.fields["grpo_step"] = sft ? 0 : s - cfg.sft_warmup_steps;
-    m.fields["tokens"] = m.tokens;
-    m.fields["step_s"] = step_s;
-    m.fields["comm_s"] = step_comm_s;
-    m.fields["comm_bytes"] = std::move(comm_bytes);
-    m.fields["tokens_per_s"] = step_s > 0 ? static_cast<double>(m.tokens) / step_s : 0.0;
-    m.fields["wall_s"] = seconds_since(t0);
-    recent_step_s_.push_back(m.fields["wall_s"].get<double>());
-    if (recent_step_s_.size() > kRecentSteps) recent_step_s_.pop_front();
-    m.fields["peak_rss_mib"] = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
-    m.fields["data_cursor"] = state_.data_cursor;
-    if (val) m.fields["val_reward"] = *val;
-    if (cfg.checksum_freq > 0 && s % cfg.checksum_freq == 0) {
-      auto sha = full_weights_sha256(ctx_, state_);
-      if (!sha.ok()) return fail(sha.error());
-      m.fields["weights_sha256"] = *sha;
-    }
-    report_step(s, sft, m);
-
-    // Checkpoint and stop requests, agreed by all ranks once per step.
-    auto requests = agree_on_control_requests(*ctx_.comm, run_dir_);
-    if (!requests.ok()) return fail(requests.error());
-    const bool want_ckpt = requests->checkpoint;
-    const bool want_stop = requests->stop;
-    const bool periodic_ckpt = auto_freq ? next_auto_save_ == 0 || s >= next_auto_save_
-                                         : cfg.save_freq > 0 && s % cfg.save_freq == 0;
-    if (periodic_ckpt || s == total || want_ckpt || want_stop) {
-      const std::string reason = s == total  ? "final"
-                                 : want_stop ? "stop"
-                                 : want_ckpt ? "request"
-                                             : "periodic";
-      auto blocked = checkpoints_.save(state_, s, reason);
-      if (!blocked.ok()) return fail(blocked.error());
-      if (want_ckpt) acknowledge_checkpoint_request(run_dir_, ctx_.rank);
-      if (auto_freq && s < total && !want_stop) {
-        const bool full_cost = !cfg.async_save || reason != "periodic";
-        if (core::Status cs = choose_save_interval(s, *blocked, full_cost); !cs.ok()) {
-          return fail(cs.error());
-        }
-      }
-    }
-    ctx_.fire_step_faults(s, "checkpoint", *state_.model);
-    if (want_stop && s < total) {
-      acknowledge_stop_request(run_dir_, ctx_.rank);
-      spdlog::warn("stopping at step {} on request (checkpoint written)", s);
-      ctx_.tel.emit(core::telemetry::event::kStopped, {{"step", s}, {"exit_code", kExitStopped}});
-      return kExitStopped;
+  // Checkpoint and stop requests, agreed by all ranks once per step.
+  GRPO_TRY(const ControlRequests requests, agree_on_control_requests(*ctx_.comm, run_dir_));
+  const bool want_ckpt = requests.checkpoint;
+  const bool want_stop = requests.stop;
+  const bool periodic_ckpt = auto_freq ? next_auto_save_ == 0 || s >= next_auto_save_
+                                       : cfg.save_freq > 0 && s % cfg.save_freq == 0;
+  if (periodic_ckpt || s == total || want_ckpt || want_stop) {
+    const std::string reason = s == total  ? "final"
+                               : want_stop ? "stop"
+                               : want_ckpt ? "request"
+                                           : "periodic";
+    GRPO_TRY(const double blocked, checkpoints_.save(state_, s, reason));
+    if (want_ckpt) acknowledge_checkpoint_request(run_dir_, ctx_.rank);
+    if (auto_freq && s < total && !want_stop) {
+      const bool full_cost = !cfg.async_save || reason != "periodic";
+      GRPO_TRY_STATUS(choose_save_interval(s, blocked, full_cost));
     }
   }
+  return want_stop;
+}
+
+int TrainingRun::stop_on_request(std::int64_t s) {
+  acknowledge_stop_request(run_dir_, ctx_.rank);
+  spdlog::warn("stopping at step {} on request (checkpoint written)", s);
+  ctx_.tel.emit(core::telemetry::event::kStopped, {{"step", s}, {"exit_code", kExitStopped}});
+  return kExitStopped;
+}
+
+int TrainingRun::finish() {
   // The final checkpoint is written synchronously; this only reports an earlier one's outcome.
   if (core::Status st = checkpoints_.wait(); !st.ok()) return fail(st.error());
   auto final_sha = full_weights_sha256(ctx_, state_);
@@ -363,6 +363,33 @@ int TrainingRun::run() {
   ctx_.tel.emit(core::telemetry::event::kDone,
                 {{"step", state_.step}, {"weights_sha256", sha}, {"exit_code", kExitOk}});
   return kExitOk;
+}
+
+int TrainingRun::run() {
+  if (core::Status st = form_layout(); !st.ok()) return fail(st.error());
+  setup();
+  emit_layout();
+  if (core::Status st = start_tensorboard(); !st.ok()) return fail(st.error());
+  if (core::Status st = checkpoints_.resume(state_); !st.ok()) {
+    return resume_failed(ctx_.tel, st.error());
+  }
+  const std::int64_t total = ctx_.cfg.total_steps();
+  if (ctx_.cfg.save_freq == kSaveFreqAuto && ctx_.rank == 0 && state_.step < total) {
+    ctx_.tel.emit(core::telemetry::event::kSaveInterval,
+                  {{"step", state_.step},
+                   {"interval_steps", 1},
+                   {"next_save_step", state_.step + 1},
+                   {"why", "the attempt's first step is saved: it measures the checkpoint cost"}});
+  }
+  while (state_.step < total) {
+    const std::int64_t s = state_.step + 1;
+    if (core::Status st = run_step(s); !st.ok()) return fail(st.error());
+    auto stop = save_if_due(s);
+    if (!stop.ok()) return fail(stop.error());
+    ctx_.fire_step_faults(s, "checkpoint", *state_.model);
+    if (*stop && s < total) return stop_on_request(s);
+  }
+  return finish();
 }
 
 }  // namespace grpo::trainer

@@ -37,6 +37,8 @@ class TrainingRun {
   std::int64_t current_step() const { return state_.step + 1; }
 
  private:
+  // The parallel layout (ctx_.par) for the configuration and the world, logged.
+  core::Status form_layout();
   void setup();
   // The `layout` event: the parallel sizes and what this rank holds (docs/telemetry.md).
   void emit_layout();
@@ -51,6 +53,16 @@ class TrainingRun {
   // (`full_cost`: a synchronous save): rank 0 picks the next save step (Young-Daly, core/
   // checkpoint_interval.h), emits save_interval and broadcasts it. Collective.
   core::Status choose_save_interval(std::int64_t s, double cost_s, bool full_cost);
+  // Step `s`: trains it (switching to GRPO first where GRPO begins), validates when due and
+  // reports it.
+  core::Status run_step(std::int64_t s);
+  // After step `s`: agrees on the checkpoint and stop requests and saves when a save is due;
+  // returns whether to stop. Collective.
+  core::Result<bool> save_if_due(std::int64_t s);
+  // After the checkpoint of step `s`, on request: returns kExitStopped.
+  int stop_on_request(std::int64_t s);
+  // After the last step: waits for the checkpoint writer and reports the final weights.
+  int finish();
 
   std::filesystem::path run_dir_;
   std::unique_ptr<bootstrap::Bootstrap> boot_;

@@ -39,8 +39,4 @@ int run_forward(const ForwardOptions& options);
 // Parses argv (CLI11) and calls run_trainer. --help / --version exit 0; bad flags exit 2.
 int run_trainer_cli(int argc, char** argv);
 
-// The directory model names are resolved in when --profile-dir is not given: $GRPO_PROFILE_DIR,
-// else the shipped <prefix>/share/grpo-launch/profiles/models next to the executable's bin/.
-std::filesystem::path default_model_dir();
-
 }  // namespace grpo::trainer

@@ -6,7 +6,6 @@
 #include "grpo/core/text.h"
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
-#include "grpo/trainer/trainer.h"
 
 namespace grpo::trainer {
 namespace fs = std::filesystem;

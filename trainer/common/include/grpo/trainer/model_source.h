@@ -23,4 +23,8 @@ class DirectoryModelProvider final : public core::SourceProvider {
   std::filesystem::path dir_;
 };
 
+// The directory model names are resolved in when --profile-dir is not given: $GRPO_PROFILE_DIR,
+// else the shipped <prefix>/share/grpo-launch/profiles/models next to the executable's bin/.
+std::filesystem::path default_model_dir();
+
 }  // namespace grpo::trainer

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <utility>
 #include <variant>
@@ -59,9 +60,10 @@ struct KeyDef {
   std::string doc;
 };
 
-const std::vector<KeyDef>& key_defs() {
+// data.*: the built-in task or the dataset files, the splits, batch and sequence lengths.
+std::vector<KeyDef> data_keys() {
   using C = TrainerConfig;
-  static const std::vector<KeyDef> defs = {
+  return {
       {"data.task", &C::task, one_of({"addition", "reverse"}),
        "built-in task: 'addition' (a+b=) or 'reverse' (r:abc=)"},
       {"data.task_min_len", &C::task_min_len, at_least(1),
@@ -91,6 +93,13 @@ const std::vector<KeyDef>& key_defs() {
        "drop records whose rendered prompt exceeds data.max_prompt_length (before truncation)"},
       {"data.shuffle", &C::shuffle, any(),
        "visit the train split in a new order every epoch (seeded by data.seed)"},
+  };
+}
+
+// actor_rollout_ref.model.path and actor_rollout_ref.rollout.*: the model and its sampling.
+std::vector<KeyDef> model_rollout_keys() {
+  using C = TrainerConfig;
+  return {
       {core::verl_key::kModelPath, &C::model_path, any(),
        "model name (profiles/models/NAME.toml), spec file, or Hugging Face model directory "
        "(config.json + safetensors: its weights are loaded, docs/hf-checkpoints.md); --model sets "
@@ -110,6 +119,13 @@ const std::vector<KeyDef>& key_defs() {
        "many"},
       {"actor_rollout_ref.rollout.val_kwargs.do_sample", &C::val_do_sample, any(),
        "validation samples with temperature/top_p instead of greedy decoding"},
+  };
+}
+
+// actor_rollout_ref.actor.*: batching, the PPO/GRPO loss and the AdamW optimizer.
+std::vector<KeyDef> actor_keys() {
+  using C = TrainerConfig;
+  return {
       {core::verl_key::kMiniBatch, &C::ppo_mini_batch_size, at_least(1),
        "prompts per optimizer step, all ranks together"},
       {core::verl_key::kMicroBatch, &C::ppo_micro_batch_size_per_gpu, at_least(1),
@@ -143,6 +159,13 @@ const std::vector<KeyDef>& key_defs() {
        "linear learning-rate warm-up, in optimizer steps of each phase"},
       {"actor_rollout_ref.actor.moe_aux_loss_coef", &C::moe_aux_loss_coef, at_least(0),
        "weight of the MoE load-balancing loss (MoE models only)"},
+  };
+}
+
+// actor_rollout_ref.actor.megatron.* and the rollout TP: the parallel layout and the dtype.
+std::vector<KeyDef> layout_keys() {
+  using C = TrainerConfig;
+  return {
       {core::verl_key::kTp, &C::tensor_model_parallel_size, at_least(1),
        "tensor-parallel size (TP)"},
       {core::verl_key::kPp, &C::pipeline_model_parallel_size, at_least(1),
@@ -167,9 +190,23 @@ const std::vector<KeyDef>& key_defs() {
        "the rollout engine's TP: 1 under a TP or EP layout generates with the whole model on "
        "every rank (gathered from the shards before each rollout); 0 or any other value at the "
        "training layout"},
+  };
+}
+
+// algorithm.*: the advantage estimator.
+std::vector<KeyDef> algorithm_keys() {
+  using C = TrainerConfig;
+  return {
       {"algorithm.adv_estimator", &C::adv_estimator, one_of({"grpo"}), "advantage estimator"},
       {"algorithm.norm_adv_by_std_in_grpo", &C::norm_adv_by_std_in_grpo, any(),
        "divide the group-centred rewards by the group's std (+1e-6)"},
+  };
+}
+
+// trainer.*: the steps of each phase, checkpoints, validation and retention.
+std::vector<KeyDef> schedule_keys() {
+  using C = TrainerConfig;
+  return {
       {core::verl_key::kTotalTrainingSteps, &C::total_training_steps, at_least(0),
        "GRPO steps, after the SFT warm-start"},
       {core::verl_key::kSftWarmupSteps, &C::sft_warmup_steps, at_least(0),
@@ -188,6 +225,14 @@ const std::vector<KeyDef>& key_defs() {
        "validate when GRPO starts (after the SFT warm-start)"},
       {"trainer.max_ckpt_to_keep", &C::max_ckpt_to_keep, at_least(1),
        "checkpoints kept; older ones are deleted after a new one is committed"},
+  };
+}
+
+// trainer.*: seeds, threads, device, communication, diagnostics, resume and logging; and
+// kernels.
+std::vector<KeyDef> run_keys() {
+  using C = TrainerConfig;
+  return {
       {"trainer.seed", &C::seed, at_least(0), "seed of the initial weights and of sampling"},
       {"trainer.threads", &C::threads, at_least(0),
        "LibTorch/OpenMP threads per rank; 0: cores of the node / ranks on the node"},
@@ -217,6 +262,20 @@ const std::vector<KeyDef>& key_defs() {
        "implementation of the hot ops: fused kernels or the unfused LibTorch reference "
        "(docs/kernels.md)"},
   };
+}
+
+// Every key, groups in this order: config_keys() (the trainer's key listing) keeps it.
+const std::vector<KeyDef>& key_defs() {
+  static const std::vector<KeyDef> defs = [] {
+    std::vector<KeyDef> all;
+    for (auto* group : {data_keys, model_rollout_keys, actor_keys, layout_keys, algorithm_keys,
+                        schedule_keys, run_keys}) {
+      std::vector<KeyDef> keys = group();
+      all.insert(all.end(), std::make_move_iterator(keys.begin()),
+                 std::make_move_iterator(keys.end()));
+    }
+    return all;
+  }();
   return defs;
 }
 
