@@ -36,7 +36,8 @@ if [[ -f $torch_inc/ATen/cuda/CUDAContext.h ]] && command -v "${CXX:-g++}" > /de
   "${CXX:-g++}" -std=c++20 -fsyntax-only -Wall -Wextra -Wshadow -Wconversion \
     -Wno-sign-conversion -Werror -isystem "$out/stub" "${extra[@]}" \
     -isystem "$torch_inc/torch/csrc/api/include" -isystem "$cuda_inc" -I"$here/../src" \
-    -I"$here/include" -I"$here/../include" -I"$here/../../launcher/core/include" \
+    -I"$here/include" -I"$here/../include" -I"$here/../backend/include" \
+    -I"$here/../../launcher/core/include" \
     "$here/src/torch_glue.cpp"
   echo "torch_glue.cpp: syntax ok"
 fi
