@@ -68,8 +68,8 @@ core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& ar
   GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
   const core::LayoutConstraints given = request.constraints;
   // --set backend=embedded plans what `grpo-launch run` runs.
-  embedded_trainer = embedded_trainer || given.embedded_trainer.value_or(false);
-  if (embedded_trainer && given.fsdp.value_or(false)) {
+  embedded_trainer = embedded_trainer || given.backend == core::Backend::kEmbedded;
+  if (embedded_trainer && given.backend == core::Backend::kFsdp) {
     return core::make_error(core::ErrorKind::kInvalidValue,
                             "--set backend=fsdp plans verl's FSDP strategy, which the embedded "
                             "grpo-trainer does not run (it runs data and expert parallelism); use "

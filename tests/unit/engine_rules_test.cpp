@@ -213,7 +213,7 @@ TEST(EngineRules, DenseFfnAndVocabularyDivideByTp) {
       << r3.front().message;
   // FSDP layouts have no Megatron TP: the Megatron FFN/vocabulary rules do not apply.
   Layout fsdp = layout(1, 1, 8);
-  fsdp.fsdp = true;
+  fsdp.backend = Backend::kFsdp;
   EXPECT_TRUE(legality(m, "a100x8", fsdp).empty());
 }
 
@@ -430,7 +430,7 @@ TEST(EngineRules, ContextParallelNeedsPackedInput) {
   // An FSDP layout's CP is the Ulysses size; the rule is Megatron's.
   Layout fsdp = layout(1, 1, 4);
   fsdp.dims.cp = 2;
-  fsdp.fsdp = true;
+  fsdp.backend = Backend::kFsdp;
   EXPECT_FALSE(has(legality(m, "a100x8", fsdp, {}, {{"grpo.remove_padding", "false"}}),
                    DiagCode::kInvalidSetting, "remove_padding"));
 }
@@ -520,7 +520,7 @@ TEST(FamilyRules, ThePlannerTurnsToFsdpOrSaysWhyNot) {
   req.cluster = test::cluster("a100x8");
   const Plan free = make_plan(req);
   ASSERT_TRUE(plan_ok(free));
-  EXPECT_TRUE(free.best.layout.fsdp);
+  EXPECT_TRUE(free.best.layout.backend == Backend::kFsdp);
   const auto note = find(free.diagnostics, DiagCode::kInvalidSetting, "backend");
   ASSERT_TRUE(note.has_value());
   EXPECT_EQ(note->severity, Severity::kInfo);

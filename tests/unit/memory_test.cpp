@@ -217,7 +217,7 @@ TEST(Memory, LoraParamsByHand) {
 
 Layout fsdp_layout(int world, int micro) {
   Layout l;
-  l.fsdp = true;
+  l.backend = Backend::kFsdp;
   l.dims = ParallelDims{1, 1, 1, world, 1, 1};
   l.micro_batch = micro;
   l.rollout_tp = 1;
@@ -336,7 +336,7 @@ TEST(Memory, EmbeddedTrainerActivationsByHand) {
   w.max_response_length = 1;
   w.max_token_len_per_gpu = 0;  // fixed micro batches
   auto estimate = [&](const char* model, Layout l) {
-    l.embedded_trainer = true;
+    l.backend = Backend::kEmbedded;
     l.distributed_optimizer = false;
     return estimate_memory(test::model(model), c, w, l);
   };
@@ -393,7 +393,7 @@ TEST(Memory, EmbeddedTrainerKeepsItsRolloutWeights) {
   const auto c = test::cluster("local-cpu");
   const WorkloadSpec w = c.grpo;  // fp32
   auto kept = [&](const char* model, Layout l) {
-    l.embedded_trainer = true;
+    l.backend = Backend::kEmbedded;
     l.distributed_optimizer = false;
     const MemoryEstimate e = estimate_memory(test::model(model), c, w, l);
     EXPECT_DOUBLE_EQ(e.training.bytes("rollout weights (kept)"),
@@ -416,7 +416,7 @@ TEST(Memory, EmbeddedTrainerGeneratesWhatFits) {
   const auto c = test::cluster("local-cpu");
   WorkloadSpec w = c.grpo;  // 16 prompts x 4, prompts of 24 tokens, 16 new, max_num_seqs 64, fp32
   Layout l = layout(1, 1, 2);
-  l.embedded_trainer = true;
+  l.backend = Backend::kEmbedded;
   l.distributed_optimizer = false;
   const MemoryEstimate e = estimate_memory(test::model("tiny-dense"), c, w, l);
   // Each rank generates its 16 x 4 / 2 = 32 rows at once (under max_num_seqs, and they fit).

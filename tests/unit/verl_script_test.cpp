@@ -75,7 +75,7 @@ void expect_same_run(const Plan& plan, const CheckedRun& run, const std::string&
   const Layout& p = plan.best.layout;
   const Layout& r = run.layout;
   SCOPED_TRACE(what);
-  EXPECT_EQ(run.strategy, p.fsdp ? "fsdp" : "megatron");
+  EXPECT_EQ(run.strategy, p.backend == Backend::kFsdp ? "fsdp" : "megatron");
   EXPECT_EQ(run.model, plan.model.name);
   EXPECT_EQ(run.nodes, plan.cluster.nodes);
   EXPECT_EQ(run.gpus_per_node, plan.cluster.gpus_per_node);
@@ -87,9 +87,9 @@ void expect_same_run(const Plan& plan, const CheckedRun& run, const std::string&
   EXPECT_EQ(r.rollout_ep, p.rollout_ep);
   EXPECT_EQ(r.offload, p.offload);
   EXPECT_EQ(r.recompute, p.recompute);
-  EXPECT_EQ(r.fsdp, p.fsdp);
+  EXPECT_EQ(r.backend, p.backend);
   EXPECT_EQ(r.vision_data_parallel, p.vision_data_parallel);
-  if (!p.fsdp) {
+  if (p.backend != Backend::kFsdp) {
     EXPECT_EQ(r.sequence_parallel, p.sequence_parallel);
     EXPECT_EQ(r.distributed_optimizer, p.distributed_optimizer);
     EXPECT_EQ(r.recompute_method, p.recompute_method);

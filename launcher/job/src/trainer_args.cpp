@@ -171,7 +171,7 @@ std::string embedded_trainer_unsupported(const ParallelDims& d, bool sequence_pa
 }
 
 void limit_to_embedded_trainer(LayoutConstraints& c, bool as_it_runs) {
-  c.embedded_trainer = true;
+  c.backend = Backend::kEmbedded;
   for (std::optional<int>* size : {&c.pp, &c.cp}) {
     if (!size->has_value()) *size = 1;
   }

@@ -28,7 +28,7 @@ PlanFacts plan_facts(const ClusterProfile& c, const Layout& l) {
   PlanFacts f;
   f.cores_per_rank = c.host.cpu_cores > 0 ? std::max(1, c.host.cpu_cores / c.gpus_per_node) : 1;
   // Megatron-Core's TP / CP (FSDP's Ulysses size rides in CP but needs no ordered queue).
-  f.megatron_tp = !l.fsdp && (l.dims.tp > 1 || l.dims.cp > 1);
+  f.megatron_tp = l.backend != Backend::kFsdp && (l.dims.tp > 1 || l.dims.cp > 1);
   f.multi_node = c.nodes > 1;
   return f;
 }

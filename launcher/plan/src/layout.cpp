@@ -34,6 +34,25 @@ std::string_view to_string(Recompute r) {
   return r == Recompute::kFull ? "full" : "none";
 }
 
+std::string_view to_string(Backend b) {
+  switch (b) {
+    case Backend::kFsdp:
+      return "fsdp";
+    case Backend::kEmbedded:
+      return "embedded";
+    case Backend::kMegatron:
+      break;
+  }
+  return "megatron";
+}
+
+std::optional<Backend> parse_backend(std::string_view word) {
+  for (const Backend b : {Backend::kMegatron, Backend::kFsdp, Backend::kEmbedded}) {
+    if (word == to_string(b)) return b;
+  }
+  return std::nullopt;
+}
+
 std::string to_string(const Offload& o) {
   std::string s;
   if (o.params) s += "params";
@@ -221,7 +240,7 @@ bool LayoutConstraints::any() const {
   return tp || pp || cp || dp || ep || etp || micro_batch || rollout_tp || ref_tp ||
          first_stage_layers || last_stage_layers || param_offload || grad_offload ||
          optimizer_offload || cpu_optimizer || sequence_parallel || distributed_optimizer ||
-         recompute || fsdp || embedded_trainer;
+         recompute || backend;
 }
 
 const std::vector<std::string>& layout_keys() {
@@ -285,9 +304,8 @@ Status apply_layout_setting(LayoutConstraints& c, std::string_view key, std::str
   if (key == "sequence_parallel") return set_bool(c.sequence_parallel);
   if (key == "distributed_optimizer") return set_bool(c.distributed_optimizer);
   if (key == "backend") {
-    if (value == "megatron" || value == "fsdp" || value == "embedded") {
-      c.fsdp = value == "fsdp";
-      c.embedded_trainer = value == "embedded";
+    if (const auto b = parse_backend(value)) {
+      c.backend = b;
       return ok_status();
     }
     return make_error(ErrorKind::kInvalidValue, "--set backend=" + std::string(value) +

@@ -153,7 +153,7 @@ void check_micro_batches(const WorkloadSpec& w, const Layout& l, std::vector<Dia
     add("micro batch " + num(l.micro_batch) + " is not a positive size", "use a micro batch >= 1");
     return;
   }
-  if (l.fsdp || l.embedded_trainer) {
+  if (l.backend != Backend::kMegatron) {
     // verl's FSDP worker asserts it at start-up, a micro batch above the rows included (it is
     // not clamped): "normalized ppo_mini_batch_size ... should be divisible by
     // ppo_micro_batch_size_per_gpu" and "... should be larger than ppo_micro_batch_size_per_gpu"
@@ -349,7 +349,7 @@ bool check_world_and_tp(const ModelSpec& m, const ClusterProfile& c, const Layou
                    : "use a TP that divides " + num(m.num_kv_heads) +
                          " (Megatron-Core >= 0.16 also accepts multiples)");
   }
-  if (!l.fsdp) {
+  if (l.backend != Backend::kFsdp) {
     // Megatron's TE column/row-parallel linears divide the FFN by TP; its vocabulary-parallel
     // embedding and output layer divide the vocabulary (verl's mbridge does not pad it).
     const std::int64_t shared = m.num_shared_experts * m.shared_expert_ffn_hidden_size;
@@ -370,7 +370,7 @@ bool check_world_and_tp(const ModelSpec& m, const ClusterProfile& c, const Layou
 void check_stages(const ModelSpec& m, const Layout& l, std::vector<Diagnostic>& out) {
   const ParallelDims& d = l.dims;
   // Layers into stages (Megatron-Core: even split, or num_layers_in_first/last_pipeline_stage).
-  if (!l.pipeline_layout.empty() && !l.fsdp) {
+  if (!l.pipeline_layout.empty() && l.backend != Backend::kFsdp) {
     // The layout replaces the split rules (get_num_layers_to_build reads it first).
   } else if (d.pp > m.num_layers) {
     add(out, DiagCode::kLayersNotDivisible, "pp",
@@ -452,7 +452,7 @@ void check_experts(const ModelSpec& m, const ClusterProfile& c, const Layout& l,
   }
   // MoE with TP > 1 needs sequence parallelism in training: MoELayer.forward raises ValueError
   // in every core version; before 0.15 ModelParallelConfig already refuses EP > 1 and TP > 1.
-  if (m.is_moe() && d.tp > 1 && !l.sequence_parallel && !l.fsdp) {
+  if (m.is_moe() && d.tp > 1 && !l.sequence_parallel && l.backend != Backend::kFsdp) {
     const bool config_check = e.megatron < EngineVersion{0, 15, 0} && d.ep > 1;
     add(out, DiagCode::kInvalidSetting, "sequence_parallel",
         config_check
@@ -481,7 +481,7 @@ void check_reference_and_cp(const WorkloadSpec& w, const Layout& l, std::vector<
     }
   }
   // Context parallelism needs verl's packed (thd) input: the padded path asserts cp_size == 1.
-  if (!l.fsdp && d.cp > 1 && !w.remove_padding) {
+  if (l.backend != Backend::kFsdp && d.cp > 1 && !w.remove_padding) {
     add(out, DiagCode::kInvalidSetting, "remove_padding",
         "CP = " + num(d.cp) +
             " with use_remove_padding=False: verl's padded (bshd) input path asserts "
@@ -518,7 +518,7 @@ void check_batches(const ClusterProfile& c, const WorkloadSpec& w, const Layout&
       }
     }
     const std::int64_t responses = w.train_batch_size * w.rollout_n;
-    if (whole && l.fsdp && !l.embedded_trainer && !w.dynamic_batch() && responses % world != 0) {
+    if (whole && l.backend == Backend::kFsdp && !w.dynamic_batch() && responses % world != 0) {
       // verl/utils/config.py validate_config (without use_dynamic_bsz): FSDP's minimal batch is
       // every device, Ulysses ranks included, not only the data-parallel ones.
       whole = false;
@@ -540,7 +540,8 @@ void check_precision(const ClusterProfile& c, const WorkloadSpec& w, const Layou
         "bf16 requested but " + c.device.kind + " has no bf16 support",
         "use grpo.dtype=fp16 (with loss scaling); verl's Megatron engine takes only bf16 and fp16");
   }
-  if (w.dtype == Dtype::kFp32 && c.device.vendor != DeviceVendor::kCpu && !l.fsdp) {
+  if (w.dtype == Dtype::kFp32 && c.device.vendor != DeviceVendor::kCpu &&
+      l.backend != Backend::kFsdp) {
     add(out, DiagCode::kDtypeConflict, "grpo.dtype",
         "fp32 training with the Megatron actor: verl's Megatron engine takes only bf16 and fp16",
         "use grpo.dtype=bf16 (or fp16 on hardware without bf16)");
@@ -555,7 +556,7 @@ std::vector<Diagnostic> check_legality(const ModelSpec& m, const ClusterProfile&
   std::vector<Diagnostic> out;
   if (!check_world_and_tp(m, c, l, e, out)) return out;
   check_stages(m, l, out);
-  if (!l.fsdp) check_virtual_pipeline(m, l, e, out);
+  if (l.backend != Backend::kFsdp) check_virtual_pipeline(m, l, e, out);
   check_experts(m, c, l, e, out);
   check_reference_and_cp(w, l, out);
   for (auto& dg : check_rollout_legality(m, c, l, e)) out.push_back(std::move(dg));

@@ -268,7 +268,7 @@ double actor_optimizer_bytes(const WorkloadSpec& w, const Layout& l, const Shard
 // stage's own weights.
 double kept_rollout_bytes(const ModelSpec& m, const Layout& l, double wb, double weights) {
   double kept_rollout = 0;
-  if (l.embedded_trainer) {
+  if (l.backend == Backend::kEmbedded) {
     if (l.dims.pp > 1) {
       Layout all_layers = l;
       all_layers.dims.pp = 1;
@@ -323,7 +323,7 @@ StageTensors worst_stage_tensors(const ModelSpec& m, const WorkloadSpec& w, cons
     const double in_flight = static_cast<double>(
         std::min<std::int64_t>(static_cast<std::int64_t>(stages.size() - s), micro_batches));
     const auto act_at = [&](double t) {
-      if (l.embedded_trainer) {
+      if (l.backend == Backend::kEmbedded) {
         return memory_terms::embedded_stage_activations(m, l, w.dtype,
                                                         static_cast<double>(w.seq_length()) / d.cp,
                                                         layer, stages[s], t, in_flight);
@@ -332,7 +332,7 @@ StageTensors worst_stage_tensors(const ModelSpec& m, const WorkloadSpec& w, cons
     };
     const auto logits_at = [&](double t) {
       if (s + 1 != stages.size()) return 0.0;
-      if (l.embedded_trainer) {
+      if (l.backend == Backend::kEmbedded) {
         const double responses = t * static_cast<double>(w.max_response_length) /
                                  static_cast<double>(std::max<std::int64_t>(1, w.seq_length()));
         return memory_terms::embedded_logits_bytes(m, l, w.dtype, t, responses);
@@ -372,7 +372,7 @@ PhaseMemory training_phase(const WorkloadSpec& w, const Layout& l, const ActorSt
     training.items.push_back(MemoryItem::fixed("rollout weights (kept)", a.kept_rollout));
   }
   // Without free_cache_engine the rollout engine keeps its weights and KV cache during training.
-  if (!w.free_cache_engine && !l.embedded_trainer) {
+  if (!w.free_cache_engine && l.backend != Backend::kEmbedded) {
     training.items.push_back(MemoryItem::fixed("rollout engine (kept)", engine_budget));
   }
   return training;
@@ -439,34 +439,69 @@ PhaseMemory engine_rollout_phase(const Layout& l, const ActorState& a, const Rol
   return rollout;
 }
 
+// What Megatron-Core's layouts cost whichever trainer runs them: the worst stage's parameters,
+// gradients and optimizer states, the rollout engine's budget and the training phase. The
+// rollout phase is each backend's own.
+struct MegatronLayout {
+  MemoryEstimate est;
+  ActorState actor;
+  double capacity = 0;
+  double overhead = 0;
+};
+
+MegatronLayout megatron_layout(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
+                               const Layout& l) {
+  MegatronLayout s;
+  s.capacity = c.device.memory_gib * kGiB * (1.0 - w.memory_headroom);
+  s.overhead = runtime_overhead_bytes(c.device.vendor);
+  s.est.actor = sharded_params(m, l);
+  s.actor = actor_state(m, w, l, s.est.actor, c.world_size());
+  s.est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
+  s.est.training = training_phase(w, l, s.actor, worst_stage_tensors(m, w, l), s.capacity,
+                                  s.overhead, s.est.engine.budget);
+  return s;
+}
+
+// verl's Megatron worker: the rollout engine (vLLM or SGLang) generates beside the actor.
+MemoryEstimate estimate_megatron_memory(const ModelSpec& m, const ClusterProfile& c,
+                                        const WorkloadSpec& w, const Layout& l) {
+  MegatronLayout s = megatron_layout(m, c, w, l);
+  MemoryEstimate& est = s.est;
+  est.rollout = engine_rollout_phase(l, s.actor, est.engine, s.capacity, s.overhead);
+  apply_sglang_static_memory(est, w, c.device.memory_gib * kGiB,
+                             static_cast<double>(w.seq_length()));
+  apply_engine_worker_offload(est, w);
+  return est;
+}
+
+// grpo-trainer: no engine; it generates as many sequences at once as fit beside its states.
+MemoryEstimate estimate_embedded_memory(const ModelSpec& m, const ClusterProfile& c,
+                                        const WorkloadSpec& w, const Layout& l) {
+  MegatronLayout s = megatron_layout(m, c, w, l);
+  MemoryEstimate& est = s.est;
+  const ActorState& a = s.actor;
+  const double resident = a.weights + a.grads + a.opt + a.ref_weights + a.kept_rollout + s.overhead;
+  est.embedded_rollout_seqs = embedded_rollout_batch(m, w, l, s.capacity - resident);
+  est.engine.weights_fit = true;  // no vLLM engine runs: its budget does not apply
+  est.rollout = embedded_rollout_phase(
+      a, embedded_generation(m, w, l, static_cast<double>(est.embedded_rollout_seqs)), s.capacity,
+      s.overhead);
+  return est;
+}
+
 }  // namespace
 
 MemoryEstimate estimate_memory(const ModelSpec& m, const ClusterProfile& c, const WorkloadSpec& w,
                                const Layout& l) {
-  if (l.fsdp) return estimate_fsdp_memory(m, c, w, l);
-  MemoryEstimate est;
-  const double device_bytes = c.device.memory_gib * kGiB;
-  const double capacity = device_bytes * (1.0 - w.memory_headroom);
-  const double overhead = runtime_overhead_bytes(c.device.vendor);
-  // Actor parameters, gradients, optimizer states on the worst stage.
-  est.actor = sharded_params(m, l);
-  const ActorState a = actor_state(m, w, l, est.actor, c.world_size());
-  est.engine = estimate_rollout_memory(m, c, w, l.rollout_tp, l.rollout_ep);
-  est.training =
-      training_phase(w, l, a, worst_stage_tensors(m, w, l), capacity, overhead, est.engine.budget);
-  if (l.embedded_trainer) {
-    const double resident = a.weights + a.grads + a.opt + a.ref_weights + a.kept_rollout + overhead;
-    est.embedded_rollout_seqs = embedded_rollout_batch(m, w, l, capacity - resident);
-    est.engine.weights_fit = true;  // no vLLM engine runs: its budget does not apply
-    est.rollout = embedded_rollout_phase(
-        a, embedded_generation(m, w, l, static_cast<double>(est.embedded_rollout_seqs)), capacity,
-        overhead);
-    return est;
+  switch (l.backend) {
+    case Backend::kFsdp:
+      return estimate_fsdp_memory(m, c, w, l);
+    case Backend::kEmbedded:
+      return estimate_embedded_memory(m, c, w, l);
+    case Backend::kMegatron:
+      break;
   }
-  est.rollout = engine_rollout_phase(l, a, est.engine, capacity, overhead);
-  apply_sglang_static_memory(est, w, device_bytes, static_cast<double>(w.seq_length()));
-  apply_engine_worker_offload(est, w);
-  return est;
+  return estimate_megatron_memory(m, c, w, l);
 }
 
 std::optional<std::int64_t> longest_fitting_response(const ModelSpec& m, const ClusterProfile& c,

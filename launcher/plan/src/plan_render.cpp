@@ -70,7 +70,7 @@ void render_memory(std::string& out, const Candidate& c, const WorkloadSpec& w) 
     if (!has_item(m.training, row) && !has_item(m.rollout, row)) continue;
     std::string line =
         "  " + pad(row, 28) + lpad(cell(m.training, row), 9) + lpad(cell(m.rollout, row), 10);
-    if (row == "KV cache" && !c.layout.embedded_trainer) {
+    if (row == "KV cache" && c.layout.backend != Backend::kEmbedded) {
       line += "   needs " + gib(m.engine.kv_needed) + " for " +
               std::to_string(m.engine.concurrent_seqs) + " sequences of " +
               std::to_string(w.seq_length()) + " tokens";
@@ -105,15 +105,15 @@ std::string communication_pattern(const Plan& plan) {
          std::to_string(c.nodes) + " nodes";
 }
 
-std::string render_summary(const Plan& plan) {
+namespace {
+
+// The summary's first lines: the cluster, the model and the workload the plan is for.
+std::string render_inputs(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ClusterProfile& c = plan.cluster;
   const WorkloadSpec& w = plan.workload;
   const ParamCounts counts = count_params(m);
   std::string out;
-  out += plan.feasible ? "Parallel Config Summary\n=======================\n"
-                       : "Parallel Config Summary: no feasible "
-                         "plan\n=========================================\n";
   out += "Cluster   " + c.name + ": " + std::to_string(c.nodes) +
          (c.nodes == 1 ? " node" : " nodes") + " x " + std::to_string(c.gpus_per_node) + " " +
          c.device.kind + " (" + format_fixed(c.device.memory_gib, 0) + " GiB, " +
@@ -144,16 +144,31 @@ std::string render_summary(const Plan& plan) {
          " + " + std::to_string(w.max_response_length) + " tokens, mini batch " +
          std::to_string(w.ppo_mini_batch_size) + ", " + std::string(to_string(w.dtype)) +
          (w.use_kl_loss ? ", KL to reference" : "") + "\n\n";
+  return out;
+}
+
+}  // namespace
+
+std::string render_summary(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ClusterProfile& c = plan.cluster;
+  const WorkloadSpec& w = plan.workload;
+  std::string out;
+  out += plan.feasible ? "Parallel Config Summary\n=======================\n"
+                       : "Parallel Config Summary: no feasible "
+                         "plan\n=========================================\n";
+  out += render_inputs(plan);
 
   if (plan.feasible) {
     const Candidate& b = plan.best;
     const Layout& l = b.layout;
     const std::int64_t per_rank = w.ppo_mini_batch_size * w.rollout_n / l.dims.dp;
-    out += pad(l.fsdp               ? "Actor (FSDP)"
-               : l.embedded_trainer ? "Actor (grpo-trainer)"
-                                    : "Actor (Megatron-Core)",
+    out += pad(l.backend == Backend::kFsdp       ? "Actor (FSDP)"
+               : l.backend == Backend::kEmbedded ? "Actor (grpo-trainer)"
+                                                 : "Actor (Megatron-Core)",
                25) +
-           dims_line(l, m) + (l.fsdp ? "  (every state sharded over all ranks)" : "") + "\n";
+           dims_line(l, m) +
+           (l.backend == Backend::kFsdp ? "  (every state sharded over all ranks)" : "") + "\n";
     if (l.dims.pp > 1) {
       const auto stages = stage_layers(m, l);
       out += pad("  pipeline stages", 25) + std::to_string(stages.size()) + " stages: first " +
@@ -168,14 +183,14 @@ std::string render_summary(const Plan& plan) {
     out += pad("  sequence parallel", 25) + (l.sequence_parallel ? "on" : "off") + "\n";
     out += pad("  recompute", 25) + std::string(to_string(l.recompute)) + "\n";
     out += pad("  offload", 25) + to_string(l.offload) + "\n";
-    if (!l.fsdp) {
+    if (l.backend != Backend::kFsdp) {
       out += pad("  distributed optimizer", 25) + (l.distributed_optimizer ? "on" : "off") + "\n";
     }
     out += pad("Reference", 25) +
            (w.use_kl_loss ? "same layout as the actor, forward only"
                           : "not used (use_kl_loss = false)") +
            "\n";
-    if (l.embedded_trainer) {
+    if (l.backend == Backend::kEmbedded) {
       out += pad("Rollout (grpo-trainer)", 25) +
              (l.embedded_whole_model_rollout() ? "the whole model on every rank"
                                                : "at the actor's layout") +
@@ -283,9 +298,7 @@ nlohmann::json dims_to_json(const ParallelDims& d) {
 
 nlohmann::json layout_to_json(const Layout& l) {
   nlohmann::json j = dims_to_json(l.dims);
-  j.update(nlohmann::json{{"backend", l.fsdp               ? "fsdp"
-                                      : l.embedded_trainer ? "embedded"
-                                                           : "megatron"},
+  j.update(nlohmann::json{{"backend", to_string(l.backend)},
                           {"micro_batch", l.micro_batch},
                           {"rollout_tp", l.rollout_tp},
                           {"sequence_parallel", l.sequence_parallel},

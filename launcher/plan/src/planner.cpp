@@ -97,7 +97,8 @@ std::string cheapest_fix(const Candidate& c, const ClusterProfile& cluster) {
   if (!w.fused_logprob && m.training.bytes("logits") > 0.1 * m.training.capacity) {
     return "use fused log-prob kernels (use_fused_kernels=True) or entropy chunking";
   }
-  if (l.fsdp) return "use more GPUs (FSDP shards every state over all ranks) or a Megatron layout";
+  if (l.backend == Backend::kFsdp)
+    return "use more GPUs (FSDP shards every state over all ranks) or a Megatron layout";
   if (!l.offload.cpu_optimizer) return "use Megatron's CPU optimizer (optimizer_cpu_offload)";
   if (!l.offload.params && m.training.bytes("reference weights") > 0) {
     return "enable parameter offload (keeps the reference model on the host while the actor "
@@ -305,9 +306,9 @@ bool choose_backend(Plan& plan) {
   //    Ulysses size (1 unless fixed); Megatron-only settings fixed with it are refused.
   // A family verl's Megatron worker cannot build (family_rules.h) is planned for FSDP when the
   // backend is free and no Megatron-only setting is fixed; otherwise the plan says why not.
-  if (!k.fsdp.value_or(false) && !k.embedded_trainer.value_or(false)) {
+  if (k.backend.value_or(Backend::kMegatron) == Backend::kMegatron) {
     const FamilySupport family = verl_megatron_supports(m, true, true);
-    const bool megatron_fixed = k.fsdp.has_value() || (k.tp && *k.tp != 1) ||
+    const bool megatron_fixed = k.backend.has_value() || (k.tp && *k.tp != 1) ||
                                 (k.pp && *k.pp != 1) || (k.ep && *k.ep != 1) ||
                                 (k.etp && *k.etp != 1);
     if (!family.ok && megatron_fixed) {
@@ -320,7 +321,7 @@ bool choose_backend(Plan& plan) {
       return false;
     }
     if (!family.ok) {
-      plan.constraints.fsdp = true;
+      plan.constraints.backend = Backend::kFsdp;
       Diagnostic note = make_diag(DiagCode::kInvalidSetting, "backend",
                                   "planned for verl's FSDP strategy: " + family.why,
                                   "run it with actor_rollout_ref.actor.strategy=fsdp (as "
@@ -329,7 +330,7 @@ bool choose_backend(Plan& plan) {
       plan.diagnostics.push_back(std::move(note));
     }
   }
-  const bool fsdp = k.fsdp.value_or(false);
+  const bool fsdp = k.backend == Backend::kFsdp;
   if (fsdp) {
     std::string megatron_only;
     for (const auto& [name, v] :
@@ -362,7 +363,7 @@ void search_layouts(Search& search, const EngineVersions& engines, int rollout_t
   const LayoutConstraints& k = plan.constraints;
   const int world = c.world_size();
   const int gpn = c.gpus_per_node;
-  const bool fsdp = k.fsdp.value_or(false);
+  const bool fsdp = k.backend == Backend::kFsdp;
   const std::vector<int> tps = fsdp ? std::vector<int>{1} : fixed_or(k.tp, divisors(gpn, gpn));
   const std::vector<int> pps =
       fsdp ? std::vector<int>{1}
@@ -393,8 +394,7 @@ void search_layouts(Search& search, const EngineVersions& engines, int rollout_t
             Layout base;
             base.dims = ParallelDims{tp, pp, cp, 1, ep, etp};
             base.dims.dp = k.dp.value_or(world % (tp * pp * cp) == 0 ? world / (tp * pp * cp) : 1);
-            base.fsdp = fsdp;
-            base.embedded_trainer = k.embedded_trainer.value_or(false);
+            base.backend = k.backend.value_or(Backend::kMegatron);
             base.sequence_parallel = !fsdp && k.sequence_parallel.value_or(tp > 1);
             base.distributed_optimizer = !fsdp && k.distributed_optimizer.value_or(true);
             base.ref_tp = k.ref_tp.value_or(0);
@@ -566,7 +566,7 @@ void finish_winner(Plan& plan, Search& search, const PlanRequest& req) {
   }
   const RolloutMemory& eng = plan.best.memory.engine;
   // vLLM's KV cache; grpo-trainer generates in batches of max_num_seqs with a cache of its own.
-  if (eng.kv_capacity < eng.kv_needed && !plan.best.layout.embedded_trainer) {
+  if (eng.kv_capacity < eng.kv_needed && plan.best.layout.backend != Backend::kEmbedded) {
     const double per_seq = static_cast<double>(w.seq_length()) * eng.kv_bytes_per_token;
     const auto fit = static_cast<std::int64_t>(per_seq > 0 ? eng.kv_capacity / per_seq : 0);
     plan.diagnostics.push_back(make_diag(

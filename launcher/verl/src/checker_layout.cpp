@@ -91,7 +91,7 @@ void RunChecker::build_layout() {
     l.pipeline_layout = string_setting(kPipelineLayout, "");
     if (ascii_lower(l.pipeline_layout) == "null") l.pipeline_layout.clear();
   } else {
-    l.fsdp = true;
+    l.backend = Backend::kFsdp;
     l.offload.params = bool_setting(A + "actor.fsdp_config.param_offload", false);
     l.offload.optimizer = bool_setting(A + "actor.fsdp_config.optimizer_offload", false);
     l.recompute = bool_setting(A + "model.enable_gradient_checkpointing", true) ? Recompute::kFull

@@ -43,7 +43,7 @@ void RunChecker::read_memory_settings(WorkloadSpec& w) {
 
 void RunChecker::check_memory() {
   const Layout& l = run_.layout;
-  if (!l.fsdp) {
+  if (l.backend != Backend::kFsdp) {
     // The estimate needs a legal shape (under the engine versions checked); parallel errors
     // are reported already.
     for (const auto& d : check_legality(model_, cluster_, workload_, l, options_.engines)) {

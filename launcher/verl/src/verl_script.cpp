@@ -163,7 +163,7 @@ std::vector<VerlOverride> verl_overrides(const Plan& plan) {
     o.plain(A + "actor.use_dynamic_bsz", "true");
     o.plain(A + "actor.ppo_max_token_len_per_gpu", w.max_token_len_per_gpu);
   }
-  if (l.fsdp) {
+  if (l.backend == Backend::kFsdp) {
     fsdp_actor(plan, o);
   } else {
     megatron_actor(plan, o);
@@ -281,7 +281,7 @@ Result<std::string> render_verl_script(const Plan& plan, const VerlScriptOptions
     s += "\n";
   }
   s += "python3 -m verl.trainer.main_ppo";
-  if (!l.fsdp) s += " \\\n    --config-name=ppo_megatron_trainer";
+  if (l.backend != Backend::kFsdp) s += " \\\n    --config-name=ppo_megatron_trainer";
   s += " \\\n    data.train_files=\"$TRAIN_FILES\"";
   s += " \\\n    data.val_files=\"$VAL_FILES\"";
   s += " \\\n    " + A + "model.path=\"$MODEL_PATH\"";

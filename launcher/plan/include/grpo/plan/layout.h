@@ -35,6 +35,14 @@ struct Offload {
 };
 std::string to_string(const Offload& o);  // "none", "optimizer", "grads+optimizer", ...
 
+// Which trainer runs the actor; each has its own memory model (estimate_memory in memory.h):
+// Megatron-Core under verl (the default), verl's FSDP strategy (ZeRO-3 over every rank:
+// estimate_fsdp_memory), or the embedded grpo-trainer (Megatron-Core's layouts with its own
+// activations and generation, docs/memory-model.md).
+enum class Backend { kMegatron, kFsdp, kEmbedded };
+std::string_view to_string(Backend b);  // the --set backend= word: megatron, fsdp, embedded
+std::optional<Backend> parse_backend(std::string_view word);
+
 struct Layout {
   ParallelDims dims;
   int micro_batch = 1;  // responses per GPU per micro batch (ppo_micro_batch_size_per_gpu)
@@ -50,13 +58,11 @@ struct Layout {
   int recompute_layers = 1;  // Megatron recompute_num_layers
   bool sequence_parallel = false;
   bool distributed_optimizer = true;
-  bool fsdp = false;  // verl's FSDP strategy (ZeRO-3 over all ranks) instead of Megatron
-  // The embedded grpo-trainer runs it: its activation model (docs/memory-model.md).
-  bool embedded_trainer = false;
+  Backend backend = Backend::kMegatron;
   // grpo-trainer generates with a whole-model copy on every rank (rollout TP 1 under TP or EP:
   // trainer/src/grpo_rollout.cpp whole_model_rollout), not at the training layout.
   bool embedded_whole_model_rollout() const {
-    return embedded_trainer && rollout_tp == 1 && (dims.tp > 1 || dims.ep > 1);
+    return backend == Backend::kEmbedded && rollout_tp == 1 && (dims.tp > 1 || dims.ep > 1);
   }
   int first_stage_layers = 0;  // Megatron num_layers_in_first_pipeline_stage; 0 = even split
   int last_stage_layers = 0;   // Megatron num_layers_in_last_pipeline_stage; 0 = even split
@@ -79,13 +85,11 @@ struct LayoutConstraints {
   std::optional<bool> param_offload, grad_offload, optimizer_offload, cpu_optimizer;
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<Recompute> recompute;
-  // --set backend=fsdp: verl's FSDP strategy (ZeRO-3 over every rank) instead of Megatron-Core;
-  // the planner then searches micro batch, parameter / optimizer offload and gradient
-  // checkpointing only (TP = PP = EP = ETP = 1).
-  std::optional<bool> fsdp;
-  // --set backend=embedded (and what `grpo-launch run` plans): the embedded grpo-trainer runs the
-  // plan, with Megatron-Core's layouts and its own activations.
-  std::optional<bool> embedded_trainer;
+  // --set backend=...: with fsdp the planner searches micro batch, parameter / optimizer offload
+  // and gradient checkpointing only (TP = PP = EP = ETP = 1); embedded (and what `grpo-launch
+  // run` plans) searches the layouts grpo-trainer runs. Unset: Megatron-Core, or FSDP for a
+  // family verl's Megatron worker cannot build.
+  std::optional<Backend> backend;
   bool any() const;
 };
 

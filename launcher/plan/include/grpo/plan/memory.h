@@ -130,7 +130,8 @@ ShardedParams sharded_params(const ModelSpec& model, const Layout& layout);
 // projections are targeted).
 double lora_params(const ModelSpec& model, const LoraSpec& lora);
 
-// The estimate for `layout`; with layout.fsdp, verl's FSDP strategy (estimate_fsdp_memory).
+// The estimate for `layout`, by its backend's memory model: Megatron-Core with a rollout engine,
+// verl's FSDP strategy (estimate_fsdp_memory) or grpo-trainer (docs/memory-model.md).
 MemoryEstimate estimate_memory(const ModelSpec& model, const ClusterProfile& cluster,
                                const WorkloadSpec& workload, const Layout& layout);
 MemoryEstimate estimate_fsdp_memory(const ModelSpec& model, const ClusterProfile& cluster,
