@@ -116,13 +116,6 @@ int cmd_status(const GlobalArgs& global, const StatusArgs& args);
 // checkpoint or model unreadable / not verifying; 73 the output directory exists and is not
 // empty, or cannot be written.
 int cmd_export(const GlobalArgs& global, const ExportArgs& args);
-// The export itself, for cmd_export and the supervisor's --export-hf: returns the checkpoint's
-// step and the summary line cmd_export prints. Errors: as cmd_export's exit codes say.
-struct ExportDone {
-  std::int64_t step = -1;
-  std::string summary;
-};
-core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const ExportArgs& args);
 int cmd_events(const GlobalArgs& global, const EventsArgs& args);
 int cmd_report(const GlobalArgs& global, const ReportArgs& args);
 int cmd_plan(const GlobalArgs& global, const PlanArgs& args);

@@ -145,17 +145,7 @@ supervise::SupervisorOptions supervisor_options(const GlobalArgs& global, const 
   o.ranks_per_node = r.spec.ranks_per_node;
   o.exclude = r.spec.exclude;
   o.config = r.config;
-  if (r.config.export_hf) {
-    // --export-hf: `grpo-launch export RUN_DIR -o RUN_DIR/hf` once training succeeded.
-    o.export_hf = [&global](const fs::path& dir,
-                            const fs::path& out) -> core::Result<std::int64_t> {
-      ExportArgs e;
-      e.run_dir = dir.string();
-      e.output = out.string();
-      GRPO_TRY(const ExportDone done, export_checkpoint(global, e));
-      return done.step;
-    };
-  }
+  o.profile_dirs = global.profile_dirs;  // --export-hf finds the run's model there
   return o;
 }
 

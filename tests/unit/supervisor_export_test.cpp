@@ -25,21 +25,30 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct ExportRun : SupervisorHarness {
-  // The scripted exporter: its calls, and what it answers.
+// The scripted exporter: its calls, and what it answers.
+struct ScriptedExporter : RunExporter {
+  FakeClock& clock;
   std::vector<std::pair<fs::path, fs::path>> calls;
   core::Result<std::int64_t> answer = std::int64_t{10};
   double export_s = 2.5;  // fake seconds the export takes
 
+  explicit ScriptedExporter(FakeClock& c) : clock(c) {}
+  core::Result<std::int64_t> export_newest(const fs::path& run_dir, const fs::path& out) override {
+    calls.emplace_back(run_dir, out);
+    clock.advance(export_s);
+    return answer;
+  }
+};
+
+struct ExportRun : SupervisorHarness {
+  ScriptedExporter scripted{clock};
+  std::vector<std::pair<fs::path, fs::path>>& calls = scripted.calls;
+  core::Result<std::int64_t>& answer = scripted.answer;
+
   explicit ExportRun(const std::string& name) : SupervisorHarness("export-" + name) {
     opts.config.budget.max_restarts = 0;
     opts.config.export_hf = true;
-    opts.export_hf = [this](const fs::path& run_dir,
-                            const fs::path& out) -> core::Result<std::int64_t> {
-      calls.emplace_back(run_dir, out);
-      clock.advance(export_s);
-      return answer;
-    };
+    exporter = &scripted;
   }
 
   // The supervisor's own event types from the first `from` on.

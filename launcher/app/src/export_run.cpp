@@ -1,5 +1,5 @@
-// `grpo-launch export RUN_DIR [--step N] -o DIR`: a run's checkpoint as a Hugging Face model
-// directory (docs/hf-checkpoints.md "Export"). The checkpoint is verified against its manifest
+// A run's checkpoint as a Hugging Face model directory (`grpo-launch export`, the supervisor's
+// --export-hf; docs/hf-checkpoints.md "Export"). The checkpoint is verified against its manifest
 // (io::verify_checkpoint, as the trainer verifies it), its model.safetensors checked against the
 // model the run trained (core::hf_parameters), and DIR written as a temporary sibling directory
 // renamed into place at the end: DIR is complete or absent.
@@ -8,15 +8,13 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "commands.h"
-#include "exit_codes.h"
+#include "grpo/app/export_run.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/run_dir.h"
 #include "grpo/core/text.h"
@@ -27,7 +25,7 @@
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 
-namespace grpo::cli {
+namespace grpo::app {
 namespace {
 
 namespace fs = std::filesystem;
@@ -212,10 +210,10 @@ struct TempDir {
 
 }  // namespace
 
-core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const ExportArgs& args) {
+core::Result<ExportDone> export_checkpoint(const ExportRequest& args, const WarningSink& warn) {
   GRPO_TRY(const core::TensorDtype dtype, core::parse_export_dtype(args.dtype));
   GRPO_TRY(const std::uint64_t max_shard, core::parse_shard_size(args.max_shard_size));
-  const fs::path out_dir = fs::path(args.output).lexically_normal();
+  const fs::path out_dir = args.output.lexically_normal();
   if (args.output.empty() || out_dir.filename().empty()) {
     return make_error(ErrorKind::kInvalidValue, "-o: expected a directory name");
   }
@@ -227,7 +225,7 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
 
   GRPO_TRY(Source src, find_checkpoint(args.run_dir, args.step));
   for (const auto& why : src.skipped)
-    print_warning("skipped a checkpoint that does not verify: " + why);
+    if (warn) warn("skipped a checkpoint that does not verify: " + why);
   const io::VerifiedCheckpoint& ckpt = src.checkpoint;
   if (!ckpt.manifest["files"].contains("model.safetensors")) {
     return make_error(ErrorKind::kNotFound,
@@ -235,7 +233,7 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
   }
   GRPO_TRY(const std::string model, model_of(ckpt));
   const io::DirectorySourceProvider provider(
-      io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+      io::profile_search_path(io::search_inputs_from_environment(args.profile_dirs)));
   auto spec = core::load_model(provider, model);
   if (!spec.ok()) {
     return make_error(spec.error().kind, "the run's model '" + model + "' (from " +
@@ -257,7 +255,7 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
   const std::vector<core::HfParameter> params = core::hf_parameters(*spec);
   GRPO_TRY_STATUS(check_tensors(header, params, model_file.string(), spec->tied_embeddings));
   const core::HfArchitecture arch = core::hf_architecture(*spec);
-  if (!arch.caveat.empty()) print_warning(spec->name + ": " + arch.caveat);
+  if (!arch.caveat.empty() && warn) warn(spec->name + ": " + arch.caveat);
 
   // The files of DIR, small ones first.
   std::map<std::string, std::string> small;
@@ -316,22 +314,12 @@ core::Result<ExportDone> export_checkpoint(const GlobalArgs& global, const Expor
   GRPO_TRY_STATUS(io::rename_no_replace(tmp.path, out_dir));
   tmp.keep = true;
   std::ostringstream line;
-  line << "exported step " << ckpt.step << " of " << args.run_dir << " (" << spec->name << ", "
-       << arch.architecture << ", " << core::torch_dtype_name(dtype) << ") to " << out_dir.string()
-       << ": " << params.size() << " tensors, "
+  line << "exported step " << ckpt.step << " of " << args.run_dir.string() << " (" << spec->name
+       << ", " << arch.architecture << ", " << core::torch_dtype_name(dtype) << ") to "
+       << out_dir.string() << ": " << params.size() << " tensors, "
        << core::format_count(static_cast<double>(plan.total_size)) << "B in " << plan.files.size()
        << (plan.files.size() == 1 ? " file" : " shards") << "\n";
   return ExportDone{ckpt.step, line.str()};
 }
 
-int cmd_export(const GlobalArgs& global, const ExportArgs& args) {
-  auto done = export_checkpoint(global, args);
-  if (!done.ok()) {
-    print_error(done.error().str());
-    return exit_code_for(done.error());
-  }
-  std::cout << done->summary;
-  return kExitOk;
-}
-
-}  // namespace grpo::cli
+}  // namespace grpo::app

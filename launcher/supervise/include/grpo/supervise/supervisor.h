@@ -33,6 +33,7 @@
 #include "grpo/supervise/job_control.h"
 #include "grpo/supervise/monitor.h"
 #include "grpo/supervise/node_health.h"
+#include "grpo/supervise/run_exporter.h"
 #include "grpo/supervise/supervisor_tensorboard.h"
 
 namespace grpo::supervise {
@@ -86,7 +87,7 @@ struct SupervisorConfig {
   // the others are folded into one `step_ranks` event per step (step_aggregate.h).
   int step_event_ranks = 16;
   // After the run ends `succeeded`: write the Hugging Face export of its final checkpoint into
-  // <run_dir>/hf (SupervisorOptions::export_hf; `run`/`submit --export-hf`).
+  // <run_dir>/hf (run_exporter.h; `run`/`submit --export-hf`).
   bool export_hf = false;
   // Hang attribution (hang_report.h): how long a hung attempt waits for every rank's stack
   // before it is killed. 0: no stacks are asked for.
@@ -116,13 +117,8 @@ struct SupervisorOptions {
   double poll_s = 0.1;            // longest wait for rank output between checks
   double metrics_interval_s = 5;  // metrics.prom rewrite period
   double end_time_check_s = 60;   // how often the job's end time is asked again
-  // Writes the Hugging Face export of the run directory's (first argument) newest checkpoint
-  // that verifies into the directory given second, atomically, and returns that checkpoint's
-  // step (`grpo-launch export`'s code, handed in by the CLI: grpo_supervise does not link it).
-  // Called once after a run ends `succeeded` when config.export_hf is set.
-  std::function<core::Result<std::int64_t>(const std::filesystem::path&,
-                                           const std::filesystem::path&)>
-      export_hf;
+  // --profile-dir: where the export at the end (config.export_hf) looks up the run's model.
+  std::vector<std::string> profile_dirs;
 };
 
 // Where the supervisor's progress goes besides the event log: the live progress line and
@@ -155,6 +151,9 @@ struct SupervisorDeps {
   // checks (node_health.h); empty function: no health checks. Errors: the check could not run
   // (a warning; the attempt starts anyway).
   std::function<core::Result<std::vector<HealthFinding>>(const std::vector<std::string>&)> health;
+  // The export at the end of a run that succeeded when config.export_hf is set. Null: an
+  // HfRunExporter over SupervisorOptions::profile_dirs.
+  RunExporter* exporter = nullptr;
 };
 
 // The newest <run_dir>/checkpoints/step_XXXXXXXX that has a manifest.json (docs/

@@ -31,6 +31,8 @@ struct SupervisorHarness {
   SupervisorOptions opts;
   // SupervisorDeps::health (empty: no health checks).
   std::function<core::Result<std::vector<HealthFinding>>(const std::vector<std::string>&)> health;
+  // SupervisorDeps::exporter (null: the real export, which these runs never reach).
+  RunExporter* exporter = nullptr;
   std::unique_ptr<Supervisor> sup;
 
   // A local run (no Slurm) of tiny-moe on 1 node x 2 ranks, 10 steps, a 5 s hang limit, in
@@ -71,7 +73,8 @@ struct SupervisorHarness {
                           return self != nullptr ? self->summary().latest_checkpoint_step
                                                  : std::int64_t{-1};
                         },
-                        health};
+                        health,
+                        exporter};
     auto opened = Supervisor::open(opts, deps);
     EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().str());
     if (!opened.ok()) return -1;
