@@ -1,8 +1,9 @@
 // The end of a run that succeeded (docs/supervisor.md, "Export at the end"): with
 // SupervisorConfig::export_hf (`run`/`submit --export-hf`) the Hugging Face export of the final
 // checkpoint into <run_dir>/hf, through SupervisorDeps::exporter (by default HfRunExporter:
-// `grpo-launch export`'s code, app::export_checkpoint), then `run_finished`. A failed export leaves the run `succeeded`: it is reported by a
-// `hf_export_failed` event and exit 86. Part of supervisor.cpp's class, kept apart for size.
+// `grpo-launch export`'s code, app::export_checkpoint), then `run_finished`. A failed export
+// leaves the run `succeeded`: it is reported by a `hf_export_failed` event and exit 86. Part of
+// supervisor.cpp's class, kept apart for size; HfRunExporter (run_exporter.h) lives here too.
 #include <spdlog/spdlog.h>
 
 #include "grpo/app/export_run.h"
