@@ -19,10 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A tensor every rank holds whole (one rank: no stage, no owner, no slices).
+Placement whole_tensor(const std::string& name, std::vector<std::int64_t> shape) {
+  Placement p;
+  p.name = name;
+  p.shape = std::move(shape);
+  return p;
+}
+
 struct Written {
   fs::path dir;
   std::map<std::string, at::Tensor> tensors;  // as written (in their on-disk dtype)
-  std::vector<FullTensor> expected;
+  std::vector<Placement> expected;
   std::uint64_t data_bytes = 0;
   ~Written() { fs::remove_all(dir); }
 };
@@ -46,7 +54,7 @@ void write_checkpoint(Written& w) {
     data.append(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
     e.end = data.size();
     entries.push_back(e);
-    w.expected.push_back({name, e.shape, 0, false});
+    w.expected.push_back(whole_tensor(name, e.shape));
   }
   w.data_bytes = data.size();
   fs::create_directories(w.dir);
@@ -141,8 +149,8 @@ TEST(HfWeights, ASliceOutsideItsTensorIsRefused) {
   EXPECT_NE(got.error().message.find("outside o_proj.weight [8, 12]"), std::string::npos)
       << got.error().message;
   // A missing tensor fails every rank alike, also one that does not read it.
-  std::vector<FullTensor> more = w.expected;
-  more.push_back({"lm_head.weight", {12, 8}, 0, false});
+  std::vector<Placement> more = w.expected;
+  more.push_back(whole_tensor("lm_head.weight", {12, 8}));
   auto missing =
       read_hf_parts(w.dir, more, HfParts{{"norm.weight", std::nullopt}}, core::ModelSpec{});
   ASSERT_FALSE(missing.ok());

@@ -96,8 +96,9 @@ TEST(TensorParallel, SlicesFollowMegatronByHand) {
   EXPECT_FALSE(tp_slice(moe, "model.layers.0.self_attn.q_norm.weight", 0, 2, false).has_value());
 }
 
-// The modules a TP rank builds have exactly the slices tp_slice names (meta device: nothing is
-// allocated), and the slices of the TP group tile every split tensor.
+// The modules a TP rank builds have exactly the slices tp_slice names and its sharding plan places
+// there (meta device: nothing is allocated), and the slices of the TP group tile every split
+// tensor.
 TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
   // Qwen2.5-7B at TP 2 and 4; Qwen3-8B's shape (32 heads, 8 K/V heads) at TP 16 replicates K/V.
   core::ModelSpec qwen3_8b = testing::qwen25_7b();
@@ -122,7 +123,14 @@ TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
       std::int64_t total = 0;
       for (int rank = 0; rank < size; ++rank) {
         const QwenModel part(spec, ref_ops(), meta, nullptr, {}, TensorShard{rank, size, nullptr});
+        ShardLayout layout;
+        layout.tp_rank = rank;
+        layout.tp_size = size;
+        const ShardingPlan plan(spec, QwenModel::whole_shapes(spec, ref_ops()), layout);
+        ASSERT_EQ(plan.params().size(), part.named_params().size());
         for (const auto& [name, p] : part.named_params()) {
+          const Placement* where = plan.find(name);
+          ASSERT_NE(where, nullptr) << name;
           std::vector<std::int64_t> want = full.at(name);
           if (const auto s = tp_slice(spec, name, rank, size, false)) {
             want[static_cast<std::size_t>(s->dim)] = s->length;
@@ -131,6 +139,8 @@ TEST(TensorParallel, ShardedModulesHoldTheirSlices) {
             total += p.numel();
           }
           EXPECT_EQ(p.sizes().vec(), want) << name << " rank " << rank << " of " << size;
+          // The module built for this rank holds exactly what the run's plan says it holds.
+          EXPECT_EQ(p.sizes().vec(), where->own_shape()) << name << " rank " << rank;
         }
       }
       // Replicated K/V heads count once per rank holding them (TP / KV times).

@@ -109,20 +109,20 @@ core::Status start_from_scratch(RunContext& ctx, TrainState& st) {
   // A Hugging Face model directory: its weights, not the random initialization (rank 0 reads
   // the full tensors; scatter_full keeps each rank's experts and TP slices).
   if (const auto hf_dir = hf_model_dir(ctx.cfg.model_path)) {
-    GRPO_TRY_STATUS(load_hf_weights(ctx, *hf_dir, full_params(ctx, *st.model), local));
+    GRPO_TRY_STATUS(load_hf_weights(ctx, *hf_dir, sharding_plan(ctx, *st.model).params(), local));
     st.optim->sync_params();
     return core::ok_status();
   }
   // Identical initial weights on every rank holding a tensor, whatever happened before. TP
   // slices stay as drawn: every rank draws the whole model from the same seed and keeps its
   // slice (QwenModel's constructor), so the slices of all replicas agree.
-  std::vector<FullTensor> whole;
-  for (const FullTensor& f : full_params(ctx, *st.model)) {
-    if (!f.sliced) whole.push_back(f);
+  std::vector<Placement> whole;
+  for (const Placement& f : sharding_plan(ctx, *st.model).params()) {
+    if (!f.sliced()) whole.push_back(f);
   }
   GRPO_TRY_STATUS(scatter_full(ctx, whole,
                                std::map<std::string, at::Tensor>(local.begin(), local.end()), local,
-                               [](const FullTensor& f) { return f.owner; }));
+                               [](const Placement& f) { return f.owner; }));
   st.optim->sync_params();
   return core::ok_status();
 }
@@ -131,27 +131,27 @@ core::Status start_from_scratch(RunContext& ctx, TrainState& st) {
 // each rank keeps the part its layout holds (keep_part): from its own reading, or broadcast
 // from rank 0's.
 core::Status load_tensors(RunContext& ctx, const ResumeFiles& files, const char* file,
-                          const NamedTensors& dst, const std::vector<FullTensor>& full) {
+                          const NamedTensors& dst, const std::vector<Placement>& full) {
   std::map<std::string, at::Tensor> src;
   if (files.reads) {
     GRPO_TRY(NamedTensors parsed, view_safetensors(files.bytes(file)));
     src.insert(parsed.begin(), parsed.end());
   }
-  if (files.own) return copy_own_parts(ctx, full, src, dst);
-  return scatter_full(ctx, full, src, dst, [](const FullTensor&) { return 0; });
+  if (files.own) return copy_own_parts(full, src, dst);
+  return scatter_full(ctx, full, src, dst, [](const Placement&) { return 0; });
 }
 
 // The model, the optimizer moments and steps, the reference once GRPO started, the step and the
 // data cursor, from the checkpoint and its trainer_state.json.
 core::Status load_training_state(RunContext& ctx, const ResumeFiles& files, const json& state,
                                  TrainState& st) {
-  const std::vector<FullTensor>& params = full_params(ctx, *st.model);
+  const std::vector<Placement>& params = sharding_plan(ctx, *st.model).params();
   // Under mixed precision the file's fp32 weights go into the masters (model_weights).
   GRPO_TRY_STATUS(load_tensors(ctx, files, "model.safetensors", model_weights(st), params));
   st.optim->sync_params();
   // state() aliases the moments
   GRPO_TRY_STATUS(load_tensors(ctx, files, "optimizer.safetensors", st.optim->state(),
-                               full_optimizer_states(params)));
+                               sharding_plan(ctx, *st.model).optimizer_states()));
   st.optim->set_steps(state.at("optimizer_steps").get<std::int64_t>());
   st.grpo_started = state.at("grpo_started").get<bool>();
   if (st.grpo_started) {
@@ -403,12 +403,12 @@ core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const st
   c->reason = reason;
   c->async = async;
   c->t0 = t0;
-  const std::vector<FullTensor>& params = full_params(ctx_, *st.model);
+  const std::vector<Placement>& params = sharding_plan(ctx_, *st.model).params();
   // The copies go into the previous save's host buffers when the shapes match (its writer is
   // done with them: wait() above), so only the first asynchronous save allocates them.
   std::size_t staged = 0;
   auto into = [this, async, &staged](NamedTensors& out) {
-    return [this, &out, async, &staged](const FullTensor& f, const at::Tensor& t) {
+    return [this, &out, async, &staged](const Placement& f, const at::Tensor& t) {
       if (!async || f.owner != 0) {
         out.emplace_back(f.name, t);
         return;
@@ -425,8 +425,8 @@ core::Result<double> Checkpointer::save(TrainState& st, std::int64_t s, const st
     };
   };
   GRPO_TRY_STATUS(gather_full(ctx_, params, model_weights(st), false, into(c->model)));
-  GRPO_TRY_STATUS(
-      gather_full(ctx_, full_optimizer_states(params), st.optim->state(), false, into(c->optim)));
+  GRPO_TRY_STATUS(gather_full(ctx_, sharding_plan(ctx_, *st.model).optimizer_states(),
+                              st.optim->state(), false, into(c->optim)));
   if (st.grpo_started) {
     GRPO_TRY_STATUS(gather_full(ctx_, params, st.ref->named_params(), false, into(c->ref)));
   }

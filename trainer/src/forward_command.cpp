@@ -50,10 +50,8 @@ int run_forward(const ForwardOptions& o) {
     at::Generator gen = compat::make_cpu_generator(static_cast<std::uint64_t>(o.seed));
     QwenModel model(*spec, kernels::ops_for(*backend), at::TensorOptions().dtype(at::kFloat), &gen);
     if (const auto dir = hf_model_dir(o.model)) {
-      std::vector<FullTensor> expected;
-      for (const auto& [name, p] : model.named_params())
-        expected.push_back({name, p.sizes().vec(), 0});
-      auto weights = read_hf_weights(*dir, expected, *spec);
+      const ShardingPlan whole(*spec, QwenModel::whole_shapes(*spec, model.ops()), {});
+      auto weights = read_hf_weights(*dir, whole.params(), *spec);
       if (!weights.ok()) return fail(weights.error());
       for (auto& [name, p] : model.named_params()) p.copy_(weights->at(name));
     }

@@ -6,35 +6,15 @@ namespace grpo::trainer {
 using core::ErrorKind;
 using core::make_error;
 
-const std::vector<FullTensor>& full_params(const RunContext& ctx, const QwenModel& model) {
-  if (ctx.full_params_cache) return *ctx.full_params_cache;
-  const QwenModel whole(ctx.spec, model.ops(),
-                        at::TensorOptions().dtype(at::kFloat).device(at::kMeta), nullptr);
-  std::vector<FullTensor> out;
-  for (const auto& [name, meta] : whole.named_params()) {
-    FullTensor f{name, meta.sizes().vec(), 0};
-    f.stage = ctx.par.stage_of(name);
-    if (!ctx.par.stage_tp_members.empty()) {
-      f.owner = ctx.par.stage_tp_members.at(static_cast<std::size_t>(f.stage)).front();
-    }
-    const std::int64_t e = expert_index(name);
-    if (e >= 0 && model.expert_parallel())
-      f.owner = ctx.par.owner_of_expert(e, ctx.spec.num_experts, f.stage);
-    f.sliced = tp_slice(ctx.spec, name, 0, ctx.par.dims.tp, ctx.par.expert_tp()).has_value();
-    out.push_back(std::move(f));
+const ShardingPlan& sharding_plan(const RunContext& ctx, const QwenModel& model) {
+  if (!ctx.plan_cache) {
+    ShardLayout layout = ctx.par.shard_layout();
+    // A model without an EP group holds every expert (the layout's EP may still be 1).
+    if (!model.expert_parallel()) layout.stage_expert_owners.clear();
+    ctx.plan_cache = std::make_shared<const ShardingPlan>(
+        ctx.spec, QwenModel::whole_shapes(ctx.spec, model.ops()), std::move(layout));
   }
-  ctx.full_params_cache = std::make_shared<const std::vector<FullTensor>>(std::move(out));
-  return *ctx.full_params_cache;
-}
-
-std::vector<FullTensor> full_optimizer_states(const std::vector<FullTensor>& params) {
-  std::vector<FullTensor> out;
-  for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
-    for (const FullTensor& p : params) {
-      out.push_back({prefix + p.name, p.shape, p.owner, p.sliced, p.stage});
-    }
-  }
-  return out;
+  return *ctx.plan_cache;
 }
 
 namespace {
@@ -43,15 +23,14 @@ namespace {
 // `mine` is this rank's slice (undefined when it holds none). Slice t is on rank owner + t: TP
 // (and ETP, which equals it when the experts are split) is the rank map's innermost dimension, so
 // a TP group is consecutive ranks starting at the owner (its stage's, or the expert's EP member).
-core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tensor& mine,
-                           bool to_all,
-                           const std::function<void(const FullTensor&, const at::Tensor&)>& sink) {
-  const int size = ctx.par.dims.tp;
+core::Status gather_slices(RunContext& ctx, const Placement& f, const at::Tensor& mine, bool to_all,
+                           const std::function<void(const Placement&, const at::Tensor&)>& sink) {
+  const int size = static_cast<int>(f.slices.size());
   const bool wants = to_all || ctx.rank == 0;
   at::Tensor whole = wants ? at::empty(f.shape, at::kFloat) : at::Tensor();
   for (int t = 0; t < size; ++t) {
     const int src = f.owner + t;
-    const TpSlice s = *tp_slice(ctx.spec, f.name, t, size, ctx.par.expert_tp());
+    const TpSlice& s = f.slices.at(static_cast<std::size_t>(t));
     std::vector<std::int64_t> shape = f.shape;
     shape[static_cast<std::size_t>(s.dim)] = s.length;
     at::Tensor buf = ctx.rank == src && mine.defined() ? mine.detach().to(at::kFloat).clone()
@@ -65,14 +44,14 @@ core::Status gather_slices(RunContext& ctx, const FullTensor& f, const at::Tenso
 
 }  // namespace
 
-core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
+core::Status gather_full(RunContext& ctx, const std::vector<Placement>& full,
                          const NamedTensors& local, bool to_all,
-                         const std::function<void(const FullTensor&, const at::Tensor&)>& sink) {
+                         const std::function<void(const Placement&, const at::Tensor&)>& sink) {
   torch::NoGradGuard no_grad;
   const std::map<std::string, at::Tensor> mine(local.begin(), local.end());
-  for (const FullTensor& f : full) {
+  for (const Placement& f : full) {
     auto it = mine.find(f.name);
-    if (f.sliced) {
+    if (f.sliced()) {
       GRPO_TRY_STATUS(
           gather_slices(ctx, f, it != mine.end() ? it->second : at::Tensor(), to_all, sink));
       continue;
@@ -91,24 +70,18 @@ core::Status gather_full(RunContext& ctx, const std::vector<FullTensor>& full,
   return core::ok_status();
 }
 
-std::optional<TpSlice> own_slice(const RunContext& ctx, const FullTensor& f) {
-  if (!f.sliced) return std::nullopt;
-  return tp_slice(ctx.spec, f.name, ctx.par.coords.tp, ctx.par.dims.tp, ctx.par.expert_tp());
-}
-
-void keep_part(const RunContext& ctx, const FullTensor& f, const at::Tensor& whole,
-               at::Tensor& local) {
-  if (const auto s = own_slice(ctx, f)) {
+void keep_part(const Placement& f, const at::Tensor& whole, at::Tensor& local) {
+  if (const auto& s = f.own) {
     local.copy_(whole.narrow(s->dim, s->offset, s->length));
   } else {
     local.copy_(whole);
   }
 }
 
-core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
+core::Status scatter_full(RunContext& ctx, const std::vector<Placement>& full,
                           const std::map<std::string, at::Tensor>& source,
                           const NamedTensors& local,
-                          const std::function<int(const FullTensor&)>& from) {
+                          const std::function<int(const Placement&)>& from) {
   torch::NoGradGuard no_grad;
   // Each root checks what it sends, and all ranks learn the first problem, so all fail alike.
   std::int64_t bad = 0;  // 1 + the index of an entry this rank sends but lacks
@@ -126,22 +99,22 @@ core::Status scatter_full(RunContext& ctx, const std::vector<FullTensor>& full,
                                                     full[static_cast<std::size_t>(b - 1)].name);
   }
   std::map<std::string, at::Tensor> mine(local.begin(), local.end());
-  for (const FullTensor& f : full) {
+  for (const Placement& f : full) {
     const int root = from(f);
     at::Tensor buf = ctx.rank == root ? source.at(f.name).to(at::kFloat).contiguous().clone()
                                       : at::empty(f.shape, at::kFloat);
     GRPO_TRY_STATUS(ctx.comm->broadcast(buf, root));
     auto it = mine.find(f.name);
-    if (it != mine.end()) keep_part(ctx, f, buf, it->second);
+    if (it != mine.end()) keep_part(f, buf, it->second);
   }
   return core::ok_status();
 }
 
-core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>& full,
+core::Status copy_own_parts(const std::vector<Placement>& full,
                             const std::map<std::string, at::Tensor>& source,
                             const NamedTensors& local) {
   torch::NoGradGuard no_grad;
-  for (const FullTensor& f : full) {
+  for (const Placement& f : full) {
     auto it = source.find(f.name);
     if (it == source.end() || it->second.sizes().vec() != f.shape) {
       return make_error(ErrorKind::kInvalidValue,
@@ -149,9 +122,9 @@ core::Status copy_own_parts(const RunContext& ctx, const std::vector<FullTensor>
     }
   }
   std::map<std::string, at::Tensor> mine(local.begin(), local.end());
-  for (const FullTensor& f : full) {
+  for (const Placement& f : full) {
     auto it = mine.find(f.name);
-    if (it != mine.end()) keep_part(ctx, f, source.at(f.name), it->second);
+    if (it != mine.end()) keep_part(f, source.at(f.name), it->second);
   }
   return core::ok_status();
 }
@@ -166,8 +139,8 @@ core::Result<std::string> full_weights_sha256(RunContext& ctx, const TrainState&
   }
   NamedTensors all;
   GRPO_TRY_STATUS(gather_full(
-      ctx, full_params(ctx, model), weights, true,
-      [&](const FullTensor& f, const at::Tensor& t) { all.emplace_back(f.name, t.clone()); }));
+      ctx, sharding_plan(ctx, model).params(), weights, true,
+      [&](const Placement& f, const at::Tensor& t) { all.emplace_back(f.name, t.clone()); }));
   return tensors_sha256(all);
 }
 

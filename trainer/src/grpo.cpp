@@ -172,17 +172,6 @@ core::Status AdamW::load_state(const NamedTensors& state, std::int64_t steps) {
   return core::ok_status();
 }
 
-std::int64_t expert_index(const std::string& name) {
-  static const std::string kMark = ".mlp.experts.";
-  const auto at = name.find(kMark);
-  if (at == std::string::npos) return -1;
-  std::int64_t e = 0;
-  const char* first = name.data() + at + kMark.size();
-  const char* last = name.data() + name.size();
-  const auto [end, ec] = std::from_chars(first, last, e);
-  return ec == std::errc() && end != first ? e : -1;
-}
-
 core::Status in_buckets(const std::vector<at::Tensor>& tensors, std::int64_t bucket_bytes,
                         const std::function<core::Status(at::Tensor&)>& f) {
   std::size_t i = 0;
@@ -246,11 +235,12 @@ core::Result<double> reduce_tensor_parallel(const NamedTensors& params, Communic
     at::Tensor& p_ref = const_cast<at::Tensor&>(p);
     if (!p_ref.grad().defined()) p_ref.mutable_grad() = at::zeros_like(p_ref);
     at::Tensor grad = p_ref.grad();
-    if (expert_index(name) >= 0) {
+    const Placement* where = g.plan->find(name);
+    if (where != nullptr && where->expert >= 0) {
       experts.push_back(grad);
-    } else if (g.sliced(name)) {
+    } else if (where != nullptr && where->sliced()) {
       sliced.push_back(grad);
-    } else if (g.sequence_partial && g.sequence_partial(name)) {
+    } else if (g.sequence_parallel && where != nullptr && where->sequence_partial) {
       rows.push_back(grad);
     } else {
       whole.push_back(grad);

@@ -28,8 +28,8 @@ core::Result<double> reshard_for_rollout(RunContext& ctx, TrainState& st) {
   std::map<std::string, at::Tensor> dst;
   for (auto& [name, p] : st.rollout->named_params()) dst.emplace(name, p);
   GRPO_TRY_STATUS(gather_full(
-      ctx, full_params(ctx, *st.model), st.model->named_params(),
-      /*to_all=*/true, [&](const FullTensor& f, const at::Tensor& t) { dst.at(f.name).copy_(t); }));
+      ctx, sharding_plan(ctx, *st.model).params(), st.model->named_params(),
+      /*to_all=*/true, [&](const Placement& f, const at::Tensor& t) { dst.at(f.name).copy_(t); }));
   return seconds_since(t0);
 }
 

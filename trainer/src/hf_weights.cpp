@@ -32,12 +32,12 @@ std::optional<fs::path> hf_model_dir(const std::string& model_path) {
 }
 
 core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
-    const fs::path& dir, const std::vector<FullTensor>& expected, const HfParts& parts,
+    const fs::path& dir, const std::vector<Placement>& expected, const HfParts& parts,
     const core::ModelSpec& spec, HfReadStats* stats) {
   GRPO_TRY(HfCheckpoint ck, HfCheckpoint::open(dir));
   std::map<std::string, std::string> file_name;  // ours -> the checkpoint's
   std::set<std::string> want;                    // the checkpoint's
-  for (const FullTensor& f : expected) {
+  for (const Placement& f : expected) {
     want.insert(file_name[f.name] = core::hf_tensor_name(spec, f.name));
   }
   HfReadStats counted;
@@ -52,7 +52,7 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
     counted.bytes_total += t.entry.end - t.entry.begin;
   }
   // Every tensor is checked, also those this rank does not read: all ranks fail alike.
-  for (const FullTensor& f : expected) {
+  for (const Placement& f : expected) {
     const std::string& name = file_name.at(f.name);
     const auto it = ck.tensors().find(name);
     if (it == ck.tensors().end()) {
@@ -120,19 +120,19 @@ core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
 }
 
 core::Result<std::map<std::string, at::Tensor>> read_hf_weights(
-    const fs::path& dir, const std::vector<FullTensor>& expected, const core::ModelSpec& spec) {
+    const fs::path& dir, const std::vector<Placement>& expected, const core::ModelSpec& spec) {
   HfParts all;
-  for (const FullTensor& f : expected) all[f.name] = std::nullopt;
+  for (const Placement& f : expected) all[f.name] = std::nullopt;
   return read_hf_parts(dir, expected, all, spec);
 }
 
 core::Status load_hf_weights(RunContext& ctx, const fs::path& dir,
-                             const std::vector<FullTensor>& full, const NamedTensors& local) {
+                             const std::vector<Placement>& full, const NamedTensors& local) {
   const std::map<std::string, at::Tensor> mine(local.begin(), local.end());
   HfParts parts;
-  for (const FullTensor& f : full) {
+  for (const Placement& f : full) {
     if (mine.count(f.name) == 0) continue;  // another rank's expert
-    parts[f.name] = own_slice(ctx, f);
+    parts[f.name] = f.own;
   }
   HfReadStats stats;
   auto read = read_hf_parts(dir, full, parts, ctx.spec, &stats);

@@ -12,7 +12,7 @@
 
 #include "full_model.h"
 #include "grpo/core/result.h"
-#include "grpo/trainer/tensor_parallel.h"
+#include "grpo/trainer/sharding_plan.h"
 
 namespace grpo::trainer {
 
@@ -20,7 +20,7 @@ namespace grpo::trainer {
 // model spec from profiles/models.
 std::optional<std::filesystem::path> hf_model_dir(const std::string& model_path);
 
-// What to read of a tensor, by name: all of it (nullopt) or one TP slice (tensor_parallel.h).
+// What to read of a tensor, by name: all of it (nullopt) or one TP slice (sharding_plan.h).
 using HfParts = std::map<std::string, std::optional<TpSlice>>;
 
 // What a read took from the mapped files: the bytes copied out, and the data bytes of the
@@ -37,18 +37,18 @@ struct HfReadStats {
 // Errors (kInvalidValue, one line naming the tensor): missing, unexpected, or of another shape; a
 // slice outside the tensor; and HfCheckpoint::open's.
 core::Result<std::map<std::string, at::Tensor>> read_hf_parts(
-    const std::filesystem::path& dir, const std::vector<FullTensor>& expected, const HfParts& parts,
+    const std::filesystem::path& dir, const std::vector<Placement>& expected, const HfParts& parts,
     const core::ModelSpec& spec, HfReadStats* stats = nullptr);
 
 // read_hf_parts of every tensor of `expected`, whole.
 core::Result<std::map<std::string, at::Tensor>> read_hf_weights(
-    const std::filesystem::path& dir, const std::vector<FullTensor>& expected,
+    const std::filesystem::path& dir, const std::vector<Placement>& expected,
     const core::ModelSpec& spec);
 
 // Collective over the world: every rank reads from `dir` exactly the tensors (and TP slices) its
 // `local` holds and copies them in (converted to their dtype). A problem on any rank fails every
 // rank: the rank that met it returns its error, the others say another rank could not read.
 core::Status load_hf_weights(RunContext& ctx, const std::filesystem::path& dir,
-                             const std::vector<FullTensor>& full, const NamedTensors& local);
+                             const std::vector<Placement>& full, const NamedTensors& local);
 
 }  // namespace grpo::trainer

@@ -2,6 +2,7 @@
 // stages' weights shared after it (step_phases.h).
 #include <chrono>
 
+#include "full_model.h"
 #include "pipeline.h"
 #include "step_phases.h"
 
@@ -52,10 +53,11 @@ core::Result<double> share_stage_weights(RunContext& ctx, TrainState& st) {
   const auto bucket = static_cast<std::int64_t>(ctx.cfg.bucket_mb * 1024 * 1024);
   // Stage by stage, in buckets of about bucket_mb: flatten, broadcast from the stage, copy back.
   const NamedTensors params = st.model->named_params();
+  const ShardingPlan& plan = sharding_plan(ctx, *st.model);
   for (int k = 0; k < ctx.par.dims.pp; ++k) {
     std::vector<at::Tensor> mine;
     for (const auto& [name, p] : params) {
-      if (ctx.par.stage_of(name) == k) mine.push_back(p);
+      if (plan.stage_of(name) == k) mine.push_back(p);
     }
     GRPO_TRY_STATUS(
         in_buckets(mine, bucket, [&](at::Tensor& flat) { return ctx.par.pp->broadcast(flat, k); }));

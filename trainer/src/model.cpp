@@ -442,17 +442,20 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
   // model, and keep the part this rank holds.
   std::map<std::string, at::Tensor> mine;
   for (auto& [name, p] : named_params()) mine.emplace(name, p);
-  const QwenModel whole(spec, ops, options.device(at::kMeta), nullptr);
-  for (const auto& [name, meta] : whole.named_params()) {
-    auto it = mine.find(name);
-    const auto slice = tp_slice(spec, name, tp_.rank, tp_.size, shard_.tensor_parallel);
-    if (it != mine.end() && !slice) {
-      init(name, it->second);
+  ShardLayout layout;
+  layout.tp_rank = tp_.rank;
+  layout.tp_size = tp_.size;
+  layout.expert_tp = shard_.tensor_parallel;
+  const ShardingPlan plan(spec, whole_shapes(spec, ops), std::move(layout));
+  for (const Placement& f : plan.params()) {
+    auto it = mine.find(f.name);
+    if (it != mine.end() && !f.own) {
+      init(f.name, it->second);
       continue;
     }
-    at::Tensor full = at::empty(meta.sizes(), options.device(inv_freq_.device()));
-    init(name, full);
-    if (it != mine.end()) it->second.copy_(full.narrow(slice->dim, slice->offset, slice->length));
+    at::Tensor full = at::empty(f.shape, options.device(inv_freq_.device()));
+    init(f.name, full);
+    if (it != mine.end()) it->second.copy_(full.narrow(f.own->dim, f.own->offset, f.own->length));
   }
 }
 
@@ -574,6 +577,15 @@ void QwenModel::set_router_bias_fault(double bias) {
   for (auto& layer : model_->layers) {
     if (layer->moe) layer->moe->force_bias = bias;
   }
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> QwenModel::whole_shapes(
+    const core::ModelSpec& spec, const kernels::Ops& ops) {
+  const QwenModel whole(spec, ops, at::TensorOptions().dtype(at::kFloat).device(at::kMeta),
+                        nullptr);
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+  for (const auto& [name, meta] : whole.named_params()) out.emplace_back(name, meta.sizes().vec());
+  return out;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> QwenModel::named_params() const {

@@ -16,22 +16,15 @@ TensorShard ParallelState::tensor_shard() const {
   return tp ? TensorShard{coords.tp, dims.tp, tp.get(), sequence_parallel} : TensorShard{};
 }
 
-int ParallelState::owner_of_expert(std::int64_t e, std::int64_t experts, int stage) const {
-  const std::int64_t per = experts / dims.ep;
-  return stage_ep_members.at(static_cast<std::size_t>(stage)).at(static_cast<std::size_t>(e / per));
-}
-
-int ParallelState::stage_of(const std::string& name) const {
-  if (stages.size() <= 1) return 0;
-  const std::string layers = "model.layers.";
-  if (name.rfind(layers, 0) == 0) {
-    const std::int64_t layer = std::stoll(name.substr(layers.size()));
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-      if (layer >= stages[k].first && layer < stages[k].second) return static_cast<int>(k);
-    }
-  }
-  if (name.rfind("model.embed_tokens.", 0) == 0) return 0;
-  return static_cast<int>(stages.size()) - 1;  // the final norm and the LM head
+ShardLayout ParallelState::shard_layout() const {
+  ShardLayout l;
+  l.tp_rank = coords.tp;
+  l.tp_size = dims.tp;
+  l.expert_tp = expert_tp();
+  l.stages = stages;
+  for (const std::vector<int>& members : stage_tp_members) l.stage_owner.push_back(members.front());
+  if (ep) l.stage_expert_owners = stage_ep_members;
+  return l;
 }
 
 core::Result<std::vector<std::pair<std::int64_t, std::int64_t>>> pipeline_stages(

@@ -24,6 +24,7 @@
 #include "grpo/trainer/grpo.h"
 #include "grpo/trainer/model.h"
 #include "grpo/trainer/parallel.h"
+#include "grpo/trainer/sharding_plan.h"
 #include "grpo/trainer/tasks.h"
 #include "grpo/trainer/telemetry.h"
 #include "grpo/trainer/tensor_io.h"
@@ -45,8 +46,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0);
 
 // The seed of rank `rank`'s sampling stream: each rank samples from its own.
 std::uint64_t sampling_seed(std::int64_t seed, int rank);
-
-struct FullTensor;  // full_model.h
 
 // The resumable state of a run: what a checkpoint holds (checkpointing.h).
 struct TrainState {
@@ -83,9 +82,9 @@ struct RunContext {
   int world;
   std::unique_ptr<TaskData> data;  // the built-in task or a dataset (make_task_data)
   ParallelState par;               // the layout this rank runs (set up by the run loop)
-  // The unsharded model's parameters as `par` holds them (full_model.h full_params): made on
-  // first use after `par` is set, then the same for the whole run.
-  mutable std::shared_ptr<const std::vector<FullTensor>> full_params_cache;
+  // The run's sharding plan (full_model.h sharding_plan): made on first use after `par` is set,
+  // then the same for the whole run.
+  mutable std::shared_ptr<const ShardingPlan> plan_cache;
   std::string phase = "setup";
   // Called before an injected fault ends or freezes the process (the run loop lets a background
   // checkpoint write finish: fault tests see every earlier checkpoint on disk). May be empty.

@@ -115,8 +115,9 @@ void TrainingRun::setup() {
   // Under PP every rank keeps every layer (the rollout's weights, share_stage_weights) but trains
   // and holds optimizer states for its stage's only.
   NamedTensors trained;
+  const ShardingPlan& plan = sharding_plan(ctx_, *state_.model);
   for (auto& [name, p] : state_.model->named_params()) {
-    if (ctx_.par.stage_of(name) == ctx_.par.stage()) {
+    if (plan.stage_of(name) == ctx_.par.stage()) {
       trained.emplace_back(name, p);
     } else {
       p.requires_grad_(false);

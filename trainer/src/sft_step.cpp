@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "allocation_peak.h"
+#include "full_model.h"
 #include "step_phases.h"
 
 namespace grpo::trainer {
@@ -19,14 +20,8 @@ core::Status optimizer_step(RunContext& ctx, TrainState& st, double lr, MeanAccu
   tensors.dp = ctx.par.dp.get();
   tensors.tp = ctx.par.tp.get();
   tensors.replicas = ctx.par.data_ranks();
-  tensors.sliced = [&](const std::string& name) {
-    return tp_slice(ctx.spec, name, tp.rank, tp.size, ctx.par.expert_tp()).has_value();
-  };
-  if (tp.sp()) {
-    tensors.sequence_partial = [&](const std::string& name) {
-      return sequence_partial(ctx.spec, name);
-    };
-  }
+  tensors.plan = &sharding_plan(ctx, *st.model);
+  tensors.sequence_parallel = tp.sp();
   tensors.edp = ctx.par.edp.get();
   tensors.ep = ctx.par.ep.get();
   tensors.expert_tp = ctx.par.expert_tp();

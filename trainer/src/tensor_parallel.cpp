@@ -12,10 +12,6 @@ using torch::autograd::variable_list;
 
 constexpr const char* kWhat = "tensor-parallel";
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 at::Tensor all_reduced(const at::Tensor& x, Communicator& group) {
   at::Tensor sum = x.contiguous().clone();
   check_collective(group.allreduce_sum(sum), kWhat);
@@ -77,12 +73,6 @@ at::Tensor unpad(const at::Tensor& rows, const SequenceSplit& split) {
 
 }  // namespace
 
-bool sequence_partial(const core::ModelSpec& spec, const std::string& name) {
-  if (name.find(".experts.") != std::string::npos) return false;
-  if (tp_slice(spec, name, 0, 2, false)) return false;
-  return !ends_with(name, "q_norm.weight") && !ends_with(name, "k_norm.weight");
-}
-
 SequenceSplit sequence_split(std::int64_t batch, std::int64_t length, const TensorShard& tp) {
   SequenceSplit s{batch, length, 0};
   s.local = (s.rows() + tp.size - 1) / tp.size;
@@ -116,50 +106,6 @@ at::Tensor sp_reduce_scatter(const at::Tensor& y, const SequenceSplit& split,
   const std::int64_t pad = split.local * tp.size - split.rows();
   if (pad > 0) rows = at::constant_pad_nd(rows, {0, 0, 0, pad});
   return reduce_scatter_rows(rows, *tp.group);
-}
-
-std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
-                                int size, bool expert_tp) {
-  if (size <= 1) return std::nullopt;
-  const std::int64_t hd = spec.head_dim;
-  const std::int64_t heads = spec.num_attention_heads / size;
-  if (ends_with(name, ".self_attn.q_proj.weight") || ends_with(name, ".self_attn.q_proj.bias")) {
-    return TpSlice{0, rank * heads * hd, heads * hd};
-  }
-  if (ends_with(name, ".self_attn.o_proj.weight")) return TpSlice{1, rank * heads * hd, heads * hd};
-  for (const char* kv_name : {".self_attn.k_proj.weight", ".self_attn.k_proj.bias",
-                              ".self_attn.v_proj.weight", ".self_attn.v_proj.bias"}) {
-    if (!ends_with(name, kv_name)) continue;
-    const std::int64_t kv = spec.num_kv_heads;
-    if (kv >= size) return TpSlice{0, rank * (kv / size) * hd, (kv / size) * hd};
-    return TpSlice{0, (rank / (size / kv)) * hd, hd};
-  }
-  const std::int64_t ffn = spec.ffn_hidden_size / size;
-  if (ends_with(name, ".mlp.gate_proj.weight") || ends_with(name, ".mlp.up_proj.weight")) {
-    return TpSlice{0, rank * ffn, ffn};
-  }
-  if (ends_with(name, ".mlp.down_proj.weight")) return TpSlice{1, rank * ffn, ffn};
-  // The routed experts are split like a dense MLP with ETP = TP, else whole (ETP = 1).
-  if (expert_tp && name.find(".mlp.experts.") != std::string::npos) {
-    const std::int64_t moe = spec.moe_ffn_hidden_size / size;
-    if (ends_with(name, ".gate_proj.weight") || ends_with(name, ".up_proj.weight")) {
-      return TpSlice{0, rank * moe, moe};
-    }
-    if (ends_with(name, ".down_proj.weight")) return TpSlice{1, rank * moe, moe};
-  }
-  // The shared expert is split like a dense MLP (Megatron-Core's SharedExpertMLP is column/row
-  // parallel over TP).
-  const std::int64_t shared = spec.num_shared_experts * spec.shared_expert_ffn_hidden_size / size;
-  if (ends_with(name, ".shared_expert.gate_proj.weight") ||
-      ends_with(name, ".shared_expert.up_proj.weight")) {
-    return TpSlice{0, rank * shared, shared};
-  }
-  if (ends_with(name, ".shared_expert.down_proj.weight")) return TpSlice{1, rank * shared, shared};
-  if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) {
-    const std::int64_t v = spec.vocab_size / size;
-    return TpSlice{0, rank * v, v};
-  }
-  return std::nullopt;
 }
 
 at::Tensor copy_to_tp(const at::Tensor& x, const TensorShard& tp) {

@@ -11,6 +11,7 @@
 #include "grpo/core/result.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/model.h"
+#include "grpo/trainer/sharding_plan.h"
 #include "grpo/trainer/tensor_io.h"
 #include "grpo/trainer/torch_compat.h"
 
@@ -111,10 +112,10 @@ struct ExpertGroups {
 // Under tensor parallelism: the ranks holding the same slices (dp, null when there are none:
 // the gradients of this rank's parameters are summed over it instead of the world and divided by
 // `replicas`), the TP group (the sliced parameters' squares are summed over it in the norm) and
-// which parameters are sliced (the others are replicated with identical gradients). Under
-// sequence parallelism (sequence_partial set) the replicated parameters it names saw only this
-// rank's rows: they are summed over the stage's ranks (TP x DP: `rows`, or the whole world when
-// null), divided by `replicas`.
+// the run's sharding plan, which says which parameters are sliced (the others are replicated with
+// identical gradients). Under sequence parallelism (`sequence_parallel`) the replicated parameters
+// the plan marks sequence_partial saw only this rank's rows: they are summed over the stage's
+// ranks (TP x DP: `rows`, or the whole world when null), divided by `replicas`.
 // With an MoE model the experts (whole on each rank, or with `expert_tp` this rank's TP slices)
 // are summed over `edp` (the ranks holding the same experts or slices, null when none) and
 // divided by `replicas`; their squares are summed over `ep` (null without EP: every rank then
@@ -125,18 +126,14 @@ struct TensorGroups {
   Communicator* dp = nullptr;
   Communicator* tp = nullptr;
   int replicas = 1;
-  std::function<bool(const std::string&)> sliced;
-  std::function<bool(const std::string&)> sequence_partial;  // empty without SP
+  const ShardingPlan* plan = nullptr;  // not null
+  bool sequence_parallel = false;
   Communicator* edp = nullptr;
   Communicator* ep = nullptr;
   bool expert_tp = false;
   Communicator* pp = nullptr;
   Communicator* rows = nullptr;  // the ranks of this pipeline stage; null: the world
 };
-
-// Whether a parameter (or optimizer state) name is one of an MoE layer's experts
-// ("....mlp.experts.5.up_proj.weight"); returns the expert's index, or -1.
-std::int64_t expert_index(const std::string& name);
 
 // Flattens `tensors` in order into buckets of about bucket_bytes (a larger tensor alone), calls
 // `f` on each bucket and copies the bucket back into its tensors (a collective on the bucket:

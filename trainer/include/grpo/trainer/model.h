@@ -17,6 +17,7 @@
 #include "grpo/core/model_spec.h"
 #include "grpo/kernels/ops.h"
 #include "grpo/trainer/communicator.h"
+#include "grpo/trainer/sharding_plan.h"
 #include "grpo/trainer/tensor_parallel.h"
 #include "grpo/trainer/torch_compat.h"
 
@@ -222,6 +223,10 @@ class QwenModel : public torch::nn::Module {
 
   // Parameters in registration order with their Hugging Face names.
   std::vector<std::pair<std::string, at::Tensor>> named_params() const;
+  // The unsharded model's parameter names and shapes in that order (from a meta-device model:
+  // nothing is allocated): what a sharding plan (sharding_plan.h) places.
+  static std::vector<std::pair<std::string, std::vector<std::int64_t>>> whole_shapes(
+      const core::ModelSpec& spec, const kernels::Ops& ops);
 
   const core::ModelSpec& spec() const { return spec_; }
   const ExpertShard& expert_shard() const { return shard_; }

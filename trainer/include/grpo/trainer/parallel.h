@@ -14,6 +14,7 @@
 #include "grpo/core/result.h"
 #include "grpo/trainer/communicator.h"
 #include "grpo/trainer/config.h"
+#include "grpo/trainer/sharding_plan.h"
 #include "grpo/trainer/tensor_parallel.h"
 
 namespace grpo::trainer {
@@ -54,14 +55,12 @@ struct ParallelState {
   int data_ranks() const { return dims.dp; }
   // This rank's experts [first, second) of a model with `experts` experts.
   std::pair<std::int64_t, std::int64_t> local_experts(std::int64_t experts) const;
-  // The global rank in stage `stage`'s EP group (stage_ep_members) that holds expert `e`.
-  int owner_of_expert(std::int64_t e, std::int64_t experts, int stage) const;
   int stage() const { return coords.pp; }
   bool first_stage() const { return coords.pp == 0; }
   bool last_stage() const { return coords.pp == dims.pp - 1; }
-  // The stage that trains parameter `name` (Hugging Face's names): the embedding the first, the
-  // final norm and the LM head the last, a decoder layer's the stage holding the layer.
-  int stage_of(const std::string& name) const;
+  // What the run's sharding plan (sharding_plan.h) needs of this layout: TP coordinates, the
+  // stages' layers, and which ranks hold each stage's (and each expert's) tensors for checkpoints.
+  ShardLayout shard_layout() const;
   // One line: "TP=1 PP=1 CP=1 DP=2 EP=2 ETP=1 EDP=1".
   std::string describe() const;
 };

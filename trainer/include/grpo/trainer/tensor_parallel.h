@@ -35,34 +35,6 @@ struct TensorShard {
   bool sp() const { return active() && sequence_parallel; }
 };
 
-// The part of a full parameter one TP rank holds: `length` entries of dimension `dim` starting
-// at `offset`.
-struct TpSlice {
-  int dim = 0;
-  std::int64_t offset = 0;
-  std::int64_t length = 0;
-};
-
-// Which slice of the unsharded parameter `name` (a Hugging Face name, optionally behind a prefix
-// such as "exp_avg.") rank `rank` of a TP group of `size` holds; nullopt when every rank holds it
-// whole (norms, the router, the shared expert's gate, the routed experts unless `expert_tp`);
-// the shared expert is split like a dense MLP, and so are the routed experts with `expert_tp`
-// (expert tensor parallelism with ETP = TP). core::embedded_trainer_unsupported says
-// which sizes split a model. K/V heads are split when there are at
-// least `size` of them, else each rank holds one, replicated (rank r holds head r / (size / kv)),
-// as Megatron-Core does when TP exceeds the query groups (the embedded trainer refuses that
-// layout: the reduction of the replicas' gradients is not built).
-std::optional<TpSlice> tp_slice(const core::ModelSpec& spec, const std::string& name, int rank,
-                                int size, bool expert_tp);
-
-// Whether a parameter held whole on every TP rank sees only this rank's sequence rows under
-// sequence parallelism (the layer norms, the final norm, the MoE router, the shared expert's
-// gate), so its gradient is summed over the TP group as well (Megatron-Core marks these
-// `sequence_parallel` and all-reduces their gradients over TP: finalize_model_grads.py
-// _allreduce_layernorm_grads). Not the experts (summed over the expert-data-parallel group) nor
-// q_norm/k_norm (they run after the all-gather, on this rank's heads: copy_to_tp on the weight).
-bool sequence_partial(const core::ModelSpec& spec, const std::string& name);
-
 // Identity forward; the gradient is summed over the group (Megatron's f).
 at::Tensor copy_to_tp(const at::Tensor& x, const TensorShard& tp);
 // Summed over the group forward; the gradient passes unchanged (Megatron's g).
