@@ -125,34 +125,22 @@ std::vector<fs::path> runs_under(const fs::path& dir) {
 int status_of_runs(const std::vector<fs::path>& runs, const std::string& format) {
   const double now = now_seconds();
   std::vector<supervise::RunListEntry> entries;
-  nlohmann::json list = nlohmann::json::array();
+  std::vector<std::string> dirs;
   for (const fs::path& run : runs) {
     supervise::RunListEntry e{run.filename().string(), std::nullopt, {}};
-    nlohmann::json j = {{"run_dir", run.string()}};
     auto log = load_events(run);
     auto summary = log.ok() ? supervise::replay(log->events)
                             : core::Result<supervise::RunSummary>(log.error());
     if (summary.ok()) {
-      const supervise::RunSummary& s = summary.value();
-      e.summary = s;
-      j["state"] = s.started ? std::string(supervise::to_string(s.state)) : "not started";
-      j["step"] = s.last_step;
-      j["total_steps"] = s.total_steps;
-      j["effective_ratio"] = supervise::effective_ratio(s, now);
-      if (s.reward) j["reward"] = *s.reward;
-      if (!s.layout.empty()) j["layout"] = s.layout;
+      e.summary = summary.value();
     } else {
       e.error = summary.error().message;
-      j["state"] = "unreadable";
-      j["error"] = e.error;
     }
     entries.push_back(std::move(e));
-    list.push_back(std::move(j));
+    dirs.push_back(run.string());
   }
   if (format == "json") {
-    std::cout << core::json_text(
-                     nlohmann::json{{"schema", "grpo-launch/status-list/v1"}, {"runs", list}}, 2)
-              << "\n";
+    std::cout << core::json_text(supervise::status_list_json(entries, dirs, now), 2) << "\n";
   } else {
     std::cout << core::escape_controls(supervise::render_status_list(entries, now), true);
   }
@@ -175,69 +163,20 @@ int cmd_status(const GlobalArgs&, const StatusArgs& args) {
   auto summary = supervise::replay(log->events);
   if (!summary.ok()) return fail(summary.error(), kExitInput);
   const auto& s = summary.value();
+  const double now = now_seconds();
   if (args.format == "json") {
-    nlohmann::json failures = s.failures;
-    nlohmann::json j = {
-        {"schema", "grpo-launch/status/v1"},
-        {"run_dir", run->string()},
-        {"state", std::string(supervise::to_string(s.state))},
-        {"started", s.started},
-        {"exit_code", s.exit_code ? nlohmann::json(*s.exit_code) : nlohmann::json()},
-        {"step", s.last_step},
-        {"total_steps", s.total_steps},
-        {"attempt", s.attempt},
-        {"restarts", s.restarts},
-        {"requeues", s.requeues},
-        {"failures", failures},
-        {"oom_events", s.oom_events},
-        {"expert_imbalance_events", s.expert_imbalance_events},
-        {"straggler_events", s.straggler_events},
-        {"latest_checkpoint_step", s.latest_checkpoint_step},
-        {"lost_s", s.goodput.lost_at(supervise::run_end(s, now_seconds()))},
-        {"lost_by_cause", s.goodput.to_json(supervise::run_end(s, now_seconds()))},
-        {"effective_ratio", supervise::effective_ratio(s, now_seconds())},
-        {"torn_log", log->torn}};
-    if (!s.layout.empty()) j["layout"] = s.layout;
-    if (s.reward) j["reward"] = *s.reward;
-    if (s.val_reward) j["val_reward"] = *s.val_reward;
-    if (s.tokens_per_s) j["tokens_per_s"] = *s.tokens_per_s;
-    if (const auto& h = s.hf_export) {
-      j["hf_export"] = {{"ok", h->ok}, {"path", h->path}, {"seconds", h->seconds}};
-      if (h->ok) j["hf_export"]["step"] = h->step;
-      if (!h->ok) j["hf_export"]["message"] = h->message;
-    }
-    nlohmann::json attempts = nlohmann::json::array();
-    for (const auto& a : s.history.attempts) {
-      attempts.push_back(
-          {{"attempt", a.attempt},
-           {"failure", a.failure_class ? nlohmann::json(*a.failure_class) : nlohmann::json()},
-           {"spent_budget", a.spent_budget},
-           {"checkpoint_step_at_start", a.checkpoint_step_at_start},
-           {"checkpoint_step_at_end", a.checkpoint_step_at_end}});
-      if (auto h = s.hang_phases.find(a.attempt); h != s.hang_phases.end()) {
-        attempts.back()["hang_phase"] = h->second;
-      }
-    }
-    j["attempts"] = attempts;
-    if (!s.phase_timeouts.empty()) j["phase_timeouts"] = s.phase_timeouts;
-    if (s.hang_report.is_object()) {
-      // The newest hang attribution (docs/events.md, hang_report), without the envelope.
-      nlohmann::json h = s.hang_report;
-      for (const char* k : {"schema", "seq", "time", "type"}) h.erase(k);
-      j["hang_report"] = h;
-    }
-    std::cout << core::json_text(j, 2) << "\n";
-  } else {
-    // The summary quotes rank-supplied text (failure messages, notes): escaped like events.
-    if (!s.started)
-      std::cout << "run        " << core::escape_controls(run->string())
-                << "\nstate      not started yet (no events)\n";
-    else
-      std::cout << core::escape_controls(supervise::render_status(s, run->string(), now_seconds()),
-                                         true);
-    if (log->torn)
-      std::cout << "note       the newest event line is incomplete (the writer was interrupted)\n";
+    std::cout << core::json_text(supervise::status_json(s, run->string(), log->torn, now), 2)
+              << "\n";
+    return kExitOk;
   }
+  // The summary quotes rank-supplied text (failure messages, notes): escaped like events.
+  if (!s.started)
+    std::cout << "run        " << core::escape_controls(run->string())
+              << "\nstate      not started yet (no events)\n";
+  else
+    std::cout << core::escape_controls(supervise::render_status(s, run->string(), now), true);
+  if (log->torn)
+    std::cout << "note       the newest event line is incomplete (the writer was interrupted)\n";
   return kExitOk;
 }
 

@@ -322,7 +322,9 @@ TEST(EventLog, NonStringRunFinishedStateDoesNotThrow) {
     std::vector<json> log = {event(0, 1, ev::kRunFinished, {{"state", state}})};
     EXPECT_NO_THROW({
       auto r = replay(log);
-      if (r.ok()) EXPECT_DOUBLE_EQ(r->goodput.requeue_at(100.0), 0.0);
+      if (r.ok()) {
+        EXPECT_DOUBLE_EQ(r->goodput.requeue_at(100.0), 0.0);
+      }
     }) << state.dump();
   }
 }

@@ -155,7 +155,7 @@ Supervisor::Supervisor(SupervisorOptions options, SupervisorDeps deps, EventLogW
     d_.newest_checkpoint = [dir] { return newest_checkpoint_on_disk(dir); };
   }
   for (const auto& n : o_.exclude) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
+    exclude(n);
   }
 }
 
@@ -290,7 +290,7 @@ Context Supervisor::policy_context(const Attempt& a) const {
   const auto alloc = d_.job.allocation_nodes();
   int available = alloc.empty() ? a.spec.nodes : 0;
   for (const auto& n : alloc) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
+    if (!is_excluded(n)) ++available;
   }
   c.spares = std::max(0, available - a.spec.nodes);
   const int after_loss = usable_nodes(available - 1);
@@ -437,13 +437,21 @@ core::Result<int> Supervisor::run() {
   }
 }
 
+bool Supervisor::is_excluded(const std::string& node) const {
+  return std::find(excluded_.begin(), excluded_.end(), node) != excluded_.end();
+}
+
+void Supervisor::exclude(const std::string& node) {
+  if (!is_excluded(node)) excluded_.push_back(node);
+}
+
 // The nodes of the allocation not excluded (the profile's count outside Slurm).
 int Supervisor::available_nodes() const {
   const auto alloc = d_.job.allocation_nodes();
   if (alloc.empty()) return o_.nodes;
   int available = 0;
   for (const auto& n : alloc) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
+    if (!is_excluded(n)) ++available;
   }
   return available;
 }
@@ -453,7 +461,7 @@ std::vector<std::string> Supervisor::attempt_hosts(int nodes) const {
   std::vector<std::string> hosts;
   for (const auto& n : d_.job.allocation_nodes()) {
     if (static_cast<int>(hosts.size()) == nodes) break;
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) hosts.push_back(n);
+    if (!is_excluded(n)) hosts.push_back(n);
   }
   return hosts;
 }
@@ -521,9 +529,7 @@ core::Result<std::optional<int>> Supervisor::restart(const Restart& r, int numbe
     GRPO_TRY_STATUS(record(ev::kRemediation, rj));
   }
   for (const auto& n : r.exclude) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) {
-      excluded_.push_back(n);
-    }
+    exclude(n);
   }
   // The backoff; a signal during it means the job must yield now.
   const double until = d_.clock.now() + r.delay_s;

@@ -87,11 +87,11 @@ core::Result<std::variant<int, bool>> Supervisor::check_nodes(
     return std::variant<int, bool>{code};
   }
   for (const auto& n : bad) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) excluded_.push_back(n);
+    exclude(n);
   }
   int available = 0;
   for (const auto& n : d_.job.allocation_nodes()) {
-    if (std::find(excluded_.begin(), excluded_.end(), n) == excluded_.end()) ++available;
+    if (!is_excluded(n)) ++available;
   }
   const int min_nodes = o_.config.min_nodes > 0 ? o_.config.min_nodes : o_.nodes;
   const int usable = usable_nodes(available);

@@ -1,11 +1,14 @@
 // Views of a run built from its event-log summary (event_log.h): the one-line live progress,
-// the `grpo-launch status` report, and the Prometheus text file for node_exporter's textfile
-// collector (docs/run-visibility.md). Pure: values in, text out; `now` is passed in.
+// the `grpo-launch status` report (text and JSON; status_json.cpp), and the Prometheus text file
+// for node_exporter's textfile collector (docs/run-visibility.md). Pure: values in, text out; `now`
+// is passed in.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "grpo/runlog/event_log.h"
 
@@ -27,6 +30,15 @@ struct RunListEntry {
 // `grpo-launch status DIR` over a directory of runs: a header and one line per run
 // (name, state, step/total, reward, effective time, layout; "-" where unknown).
 std::string render_status_list(const std::vector<RunListEntry>& runs, double now);
+
+// `grpo-launch status --format json` of one run (schema grpo-launch/status/v1,
+// docs/run-visibility.md); `torn`: the log's newest line is incomplete.
+nlohmann::json status_json(const RunSummary& s, const std::string& run_dir, bool torn, double now);
+
+// `grpo-launch status DIR --format json` (schema grpo-launch/status-list/v1): one object per run,
+// in the order given, with its directory.
+nlohmann::json status_list_json(const std::vector<RunListEntry>& runs,
+                                const std::vector<std::string>& run_dirs, double now);
 
 // Prometheus exposition format (text 0.0.4), metric names grpo_*; `run` labels every sample.
 std::string render_prometheus(const RunSummary& s, const std::string& run);

@@ -223,6 +223,8 @@ class Supervisor {
   // cause and its events, the policy's decision, a restart, a requeue, the run's end.
   std::vector<std::string> attempt_hosts(int nodes) const;
   int available_nodes() const;
+  bool is_excluded(const std::string& node) const;
+  void exclude(const std::string& node);
   Failure root_cause(const Attempt& a);
   core::Status record_failure(const Attempt& a, const Failure& failure, double duration);
   core::Result<Decision> record_decision(const Attempt& a, const Failure& failure,
@@ -251,6 +253,10 @@ class Supervisor {
   SupervisorTensorBoard tensorboard_;  // restarts and failures for TensorBoard
   RunTimings timings_;
   std::map<PhaseClass, double> recorded_timeouts_;  // the newest timeouts_calibrated's limits
+  // The nodes this job's attempts avoid: the run spec's exclusions (o_.exclude, empty outside
+  // Slurm) and the nodes excluded since this supervisor started. Not summary_.excluded, the fold
+  // of the whole run's log: that lacks the spec's exclusions and holds the nodes earlier jobs of
+  // the run excluded, which a requeued job's new allocation need not contain.
   std::vector<std::string> excluded_;
   std::map<std::string, int> warned_at_;
   double last_tick_ = -1e9;
