@@ -42,11 +42,6 @@ void print_warning(const std::string& message) {
 
 namespace {
 
-io::DirectorySourceProvider make_provider(const GlobalArgs& g) {
-  return io::DirectorySourceProvider(
-      io::profile_search_path(io::search_inputs_from_environment(g.profile_dirs)));
-}
-
 // Input problems (unreadable files, unknown names, bad values) all exit 2.
 int input_error(const core::Error& e) {
   print_error(e.str());
@@ -54,61 +49,6 @@ int input_error(const core::Error& e) {
 }
 
 }  // namespace
-
-core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
-                                    bool embedded_trainer, std::string* note) {
-  const auto provider = make_provider(global);
-  std::vector<core::Override> overrides;
-  for (const auto& s : args.sets) {
-    GRPO_TRY(core::Override o, core::parse_override(s));
-    overrides.push_back(std::move(o));
-  }
-  core::PlanRequest request;
-  std::vector<core::Override> profile_overrides;
-  GRPO_TRY_STATUS(core::split_layout_overrides(overrides, request.constraints, profile_overrides));
-  const core::LayoutConstraints given = request.constraints;
-  // --set backend=embedded plans what `grpo-launch run` runs.
-  embedded_trainer = embedded_trainer || given.backend == core::Backend::kEmbedded;
-  if (embedded_trainer && given.backend == core::Backend::kFsdp) {
-    return core::make_error(core::ErrorKind::kInvalidValue,
-                            "--set backend=fsdp plans verl's FSDP strategy, which the embedded "
-                            "grpo-trainer does not run (it runs data and expert parallelism); use "
-                            "`grpo-launch plan --emit verl`, or run your own trainer with "
-                            "--trainer-cmd");
-  }
-  if (embedded_trainer) core::limit_to_embedded_trainer(request.constraints, true);
-  GRPO_TRY(request.cluster, core::load_cluster(provider, args.profile, profile_overrides));
-  GRPO_TRY(request.model, core::load_model(provider, args.model));
-  // `run` says in one line before anything starts that grpo-trainer cannot build this model.
-  if (embedded_trainer) {
-    GRPO_TRY_STATUS(
-        core::embedded_trainer_supports(request.model, request.cluster.grpo.seq_length()));
-  }
-  if (!args.engines.empty()) {
-    GRPO_TRY(request.engines, core::parse_engine_versions(args.engines));
-  }
-  request.alternatives = args.alternatives;
-  core::Plan plan = core::make_plan(request);
-  if (embedded_trainer && !core::plan_ok(plan)) {
-    // Nothing fits with the optimizer state whole on every rank (as grpo-trainer keeps it): plan
-    // with Megatron's memory savings, and say that the estimate assumes them.
-    request.constraints = given;
-    core::limit_to_embedded_trainer(request.constraints, false);
-    core::Plan loose = core::make_plan(request);
-    if (core::plan_ok(loose)) {
-      if (note != nullptr) {
-        *note =
-            "no layout fits with the whole optimizer state on every rank, as grpo-trainer keeps "
-            "it; this plan's memory estimate assumes " +
-            std::string(loose.best.layout.distributed_optimizer ? "Megatron's distributed optimizer"
-                                                                : "offload or recompute") +
-            ", which the embedded trainer does not have yet";
-      }
-      return loose;
-    }
-  }
-  return plan;
-}
 
 namespace {
 
@@ -172,7 +112,7 @@ int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
     print_error("-o/--output needs --emit verl");
     return kExitUsage;
   }
-  auto built = build_plan(global, args);
+  auto built = app::build_plan(global.profile_dirs, args);
   if (!built.ok()) return input_error(built.error());
   const core::Plan& plan = built.value();
   if (!args.emit.empty()) return emit_verl(plan, args);
@@ -185,7 +125,7 @@ int cmd_plan(const GlobalArgs& global, const PlanArgs& args) {
 }
 
 int cmd_profiles(const GlobalArgs& global, const std::string& format) {
-  const auto provider = make_provider(global);
+  const auto provider = app::catalog(global.profile_dirs);
   if (format == "json") {
     nlohmann::json j;
     j["search_path"] = nlohmann::json::array();

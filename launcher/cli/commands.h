@@ -7,26 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "grpo/app/launch.h"
 #include "grpo/core/result.h"
 #include "grpo/plan/planner.h"
 
 namespace grpo::cli {
 
+// The launch use cases' requests (grpo/app/launch.h), filled from the flags.
+using app::LaunchArgs;
+using app::PlanArgs;
+using app::SupervisorFlags;
+
 struct GlobalArgs {
   std::vector<std::string> profile_dirs;
   std::string log_level;  // --log-level; empty: the command's default (warn; info for run)
-};
-
-struct PlanArgs {
-  std::string profile;
-  std::string model;
-  std::vector<std::string> sets;  // "key=value"
-  std::string engines;            // --engines "verl=0.7,megatron=0.15,vllm=0.12" (empty: defaults)
-  std::string format = "text";
-  int alternatives = 3;
-  bool dry_run = false;
-  std::string emit;    // plan --emit verl: write the plan as a verl launch script
-  std::string output;  // plan -o FILE: where the emitted script goes (default stdout)
 };
 
 struct CheckArgs {
@@ -39,38 +33,6 @@ struct CheckArgs {
   bool memory = false;
   bool data_types = false;
   std::string format = "text";
-};
-
-// The supervisor's settings given to run / submit; they travel in <run_dir>/supervisor.json
-// (docs/supervisor.md).
-struct SupervisorFlags {
-  int max_restarts = 5;                     // --max-restarts
-  double backoff_s = 1;                     // --backoff
-  double backoff_max_s = 60;                // --backoff-max
-  int no_progress_restarts = 3;             // --no-progress-restarts
-  double hang_timeout_s = 0;                // --hang-timeout (0: derived from step times)
-  double startup_timeout_s = 300;           // --startup-timeout
-  std::vector<std::string> phase_timeouts;  // --phase-timeout PHASE=SECONDS (repeatable)
-  std::string health_check;                 // --health-check CMD (shell syntax, no shell)
-  double stop_grace_s = 5;                  // --stop-grace
-  double end_margin_s = 0;                  // --end-margin (0: derived; verl: self_save.h's 180 s)
-  int min_nodes = 0;       // --min-nodes (0: 1 for grpo-trainer, all for --trainer-cmd)
-  int spare_nodes = 0;     // --spare-nodes: the job asks for this many more nodes (submit)
-  bool export_hf = false;  // --export-hf: <run_dir>/hf after the run succeeded (grpo-trainer)
-};
-
-// render / submit / run / the bare `grpo-launch --profile P --model M` (launch_commands.cpp).
-struct LaunchArgs {
-  PlanArgs plan;              // profile, model, --set, --dry-run (format: the dry run's summary)
-  std::string trainer_cmd;    // --trainer-cmd: shell syntax, split without a shell
-  std::string run_dir;        // --run-dir (default ./runs/<model>-<profile>-<UTC time>)
-  std::string template_file;  // --template (default: the installed templates/sbatch.mustache)
-  int sbatch_timeout_s = 60;  // --sbatch-timeout
-  std::vector<std::string> trainer_sets;  // the trainer's keys among --set (split_trainer_sets)
-  std::vector<std::string> faults;        // --fault: passed to grpo-trainer
-  SupervisorFlags supervisor;
-  std::string engine;  // render / submit --engine verl: run an existing verl script instead
-  std::string script;  // the verl launch script (with --engine verl)
 };
 
 struct SuperviseArgs {
@@ -144,11 +106,5 @@ int fail(const core::Error& e, int code);
 // "grpo-launch: warning: <message>" on stderr, on one line.
 void print_warning(const std::string& message);
 
-// Loads the profile and model (with --set) and plans. Errors: input errors of the catalog.
-// The plan for `args`; with `embedded_trainer`, only among the layouts grpo-trainer runs
-// (core::limit_to_embedded_trainer), as it runs them when one fits that way; otherwise `note`
-// (when given) says what the estimate assumes that the trainer lacks.
-core::Result<core::Plan> build_plan(const GlobalArgs& global, const PlanArgs& args,
-                                    bool embedded_trainer = false, std::string* note = nullptr);
 
 }  // namespace grpo::cli

@@ -12,8 +12,11 @@
 #include <iostream>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/app/export_run.h"
 #include "grpo/core/json_text.h"
 #include "grpo/core/run_dir.h"
 #include "grpo/core/text.h"
@@ -130,8 +133,8 @@ std::string log_level(const GlobalArgs& global) {
 }
 
 // The supervisor's settings from the run directory: run.json's trainer and shape, env.json with
-// the run's GRPO_* variables, supervisor.json, and with --export-hf the export.
-supervise::SupervisorOptions supervisor_options(const GlobalArgs& global, const RunDir& r) {
+// the run's GRPO_* variables, supervisor.json.
+supervise::SupervisorOptions supervisor_options(const RunDir& r) {
   supervise::SupervisorOptions o;
   o.run_dir = r.dir;
   o.profile = r.spec.profile;
@@ -145,7 +148,6 @@ supervise::SupervisorOptions supervisor_options(const GlobalArgs& global, const 
   o.ranks_per_node = r.spec.ranks_per_node;
   o.exclude = r.spec.exclude;
   o.config = r.config;
-  o.profile_dirs = global.profile_dirs;  // --export-hf finds the run's model there
   return o;
 }
 
@@ -351,7 +353,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
 
   supervise::ConsoleStatus status(r.dir, r.spec.run_id, ::isatty(STDOUT_FILENO) == 1, stdout);
   supervise::install_logger(log_level(global), &status);
-  supervise::SupervisorOptions o = supervisor_options(global, r);
+  supervise::SupervisorOptions o = supervisor_options(r);
   supervise::SystemClock clock;
   // A verl run: one process per attempt, verl-attempt.sh on this host (the Ray head), which
   // starts Ray on the allocation itself.
@@ -371,7 +373,12 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   } else if (auto st = slurm_attempts(r, srun, verl, processes, t0, a); !st.ok()) {
     return fail(st.error());
   }
-  supervise::SupervisorDeps deps{*a.runner, clock, *signals.value(), *a.job, status, {}, {}};
+  // --export-hf: `grpo-launch export`'s code, the run's model looked up on --profile-dir too.
+  app::HfRunExporter exporter(global.profile_dirs, [](const std::string& warning) {
+    spdlog::warn("hf export: {}", warning);
+  });
+  supervise::SupervisorDeps deps{*a.runner, clock,     *signals.value(), *a.job, status, {}, {},
+                                 &exporter};
   add_progress_and_health(deps, r, verl, local, srun, processes);
   return run_supervisor(std::move(o), std::move(deps));
 }
@@ -409,22 +416,22 @@ int cmd_supervise(const GlobalArgs& global, const SuperviseArgs& args) {
 }
 
 int cmd_run(const GlobalArgs& global, const LaunchArgs& given) {
-  const LaunchArgs args = split_trainer_sets(given);
-  auto built = build_launch_plan(global, args);
+  const LaunchArgs args = app::split_trainer_sets(given);
+  auto built = app::build_launch_plan(global.profile_dirs, args, print_warning);
   if (!built.ok()) return fail(built.error());
   if (!core::plan_ok(built.value())) {
     std::cout << core::render_summary(built.value());
     print_error("the plan is not runnable (see the diagnostics above); nothing was started");
     return kExitFindings;
   }
-  auto prepared = prepare(global, args, std::move(built).value(), false);
+  auto prepared = app::prepare(global.profile_dirs, args, std::move(built).value(), false);
   if (!prepared.ok()) return fail(prepared.error());
-  const Prepared& p = prepared.value();
+  const app::Prepared& p = prepared.value();
   if (!p.unsupported_layout.empty()) {
     print_error(p.unsupported_layout + "; nothing was started");
     return kExitInput;
   }
-  if (auto st = io::create_dir_atomic(p.run_dir, run_dir_files(p)); !st.ok()) {
+  if (auto st = io::create_dir_atomic(p.run_dir, app::run_dir_files(p)); !st.ok()) {
     auto e = st.error();
     std::error_code ec;
     if (fs::exists(fs::path(p.run_dir) / core::run_dir::kEvents, ec)) {

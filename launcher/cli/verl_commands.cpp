@@ -62,8 +62,7 @@ CheckArgs check_args_for(const LaunchArgs& args) {
 std::optional<int> check_first(const GlobalArgs& global, const LaunchArgs& args, bool submit,
                                core::CheckReport* report, core::ParsedScript* parsed) {
   const CheckArgs ca = check_args_for(args);
-  const io::DirectorySourceProvider provider(
-      io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+  const io::DirectorySourceProvider provider = app::catalog(global.profile_dirs);
   auto schema = io::load_config_schema(io::executable_dir());
   if (!schema.ok()) return cmd_check(global, ca);
   core::CheckOptions options;
@@ -109,8 +108,7 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                                         const core::ParsedScript& parsed) {
   GRPO_TRY(core::VerlDriver driver, core::verl_driver(parsed));
   const core::CheckedRun& run = report.runs.front();
-  const io::DirectorySourceProvider provider(
-      io::profile_search_path(io::search_inputs_from_environment(global.profile_dirs)));
+  const io::DirectorySourceProvider provider = app::catalog(global.profile_dirs);
   GRPO_TRY(const core::ClusterProfile profile,
            core::load_cluster(provider, args.plan.profile.empty() ? run.profile : args.plan.profile,
                               [&] {
@@ -122,17 +120,17 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
                                 return sets;
                               }()));
   VerlPrepared p;
-  const auto [stamp, iso] = utc_now();
+  const auto [stamp, iso] = app::utc_now();
   const std::string name = fs::path(args.script).stem().string();
   GRPO_TRY(core::SbatchRunOptions opts,
-           run_options(args.run_dir, "verl-" + core::sanitize_name(name) + "-" + stamp));
+           app::run_options(args.run_dir, "verl-" + core::sanitize_name(name) + "-" + stamp));
   p.run_dir = opts.run_dir;
   const std::string run_id = opts.run_id;
   std::error_code ec;
   const int nodes = std::max(1, run.nodes);
   GRPO_TRY(const core::SbatchView view,
            core::make_verl_sbatch_view(driver, profile, nodes, run.gpus_per_node, name, opts));
-  GRPO_TRY(const std::string tmpl, load_sbatch_template(args));
+  GRPO_TRY(const std::string tmpl, app::load_sbatch_template(args.template_file));
   GRPO_TRY(p.script,
            render::render_sbatch(
                tmpl, view, args.template_file.empty() ? "sbatch.mustache" : args.template_file));
@@ -168,7 +166,7 @@ core::Result<VerlPrepared> prepare_verl(const GlobalArgs& global, const LaunchAr
   core::Plan plan;
   plan.cluster = profile;
   plan.rank_map.nodes = nodes;
-  supervise::SupervisorConfig sc = supervisor_config(external, plan);
+  supervise::SupervisorConfig sc = app::supervisor_config(external, plan);
   sc.health_gpus = sc.health_gpus && run.gpus_per_node > 0;
   sc.total_steps = driver.total_steps;
   // verl's start-up (Ray, model loading, the first rollout) is long: 30 min unless given.
@@ -243,10 +241,10 @@ int cmd_verl(const GlobalArgs& global, const LaunchArgs& args, bool submit) {
       std::cout << "\n# verl-attempt.sh\n" << p.files.at(std::string(core::run_dir::kVerlAttempt));
     return kExitOk;
   }
-  auto id = submit_run_dir(
+  auto id = app::submit_run_dir(
       p.run_dir, p.files,
       {std::string(core::run_dir::kBatchScript), std::string(core::run_dir::kVerlAttempt)},
-      args.sbatch_timeout_s, p.run.created_utc);
+      args.sbatch_timeout_s, p.run.created_utc, print_warning);
   if (!id.ok()) return fail(id.error());
   std::cout << "Submitted batch job " << *id << ": verl (" << args.script << "), " << p.run.nodes
             << " node(s), Ray under grpo-launch supervise\n";

@@ -1,18 +1,18 @@
-// What `run` / `submit` hand the supervisor (launch_common.h): the user's trainer --set wins over
+// What `run` / `submit` hand the supervisor (grpo/app/launch.h): the user's trainer --set wins over
 // what the plan supplies, also for the micro batch that the supervisor passes last.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "grpo/app/launch.h"
 #include "grpo/job/trainer_args.h"
 #include "grpo/test_support/fake_job_control.h"
 #include "grpo/test_support/fake_signals.h"
 #include "grpo/test_support/simulated_runner.h"
-#include "launch_common.h"
 #include "test_support.h"
 
-namespace grpo::cli {
+namespace grpo::app {
 namespace {
 
 namespace fs = std::filesystem;
@@ -82,7 +82,7 @@ TEST(SupervisorConfigFromLaunch, EveryAttemptRunsWithTheUsersMicroBatch) {
 }
 
 }  // namespace
-}  // namespace grpo::cli
+}  // namespace grpo::app
 
 namespace grpo::core {
 namespace {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "grpo/app/export_run.h"
+
+#include "grpo/app/catalog.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/run_dir.h"
 #include "grpo/core/text.h"
@@ -232,8 +234,7 @@ core::Result<ExportDone> export_checkpoint(const ExportRequest& args, const Warn
                       ckpt.dir.string() + ": the manifest lists no model.safetensors");
   }
   GRPO_TRY(const std::string model, model_of(ckpt));
-  const io::DirectorySourceProvider provider(
-      io::profile_search_path(io::search_inputs_from_environment(args.profile_dirs)));
+  const io::DirectorySourceProvider provider = catalog(args.profile_dirs);
   auto spec = core::load_model(provider, model);
   if (!spec.ok()) {
     return make_error(spec.error().kind, "the run's model '" + model + "' (from " +
@@ -320,6 +321,16 @@ core::Result<ExportDone> export_checkpoint(const ExportRequest& args, const Warn
        << core::format_count(static_cast<double>(plan.total_size)) << "B in " << plan.files.size()
        << (plan.files.size() == 1 ? " file" : " shards") << "\n";
   return ExportDone{ckpt.step, line.str()};
+}
+
+core::Result<std::int64_t> HfRunExporter::export_newest(const std::filesystem::path& run_dir,
+                                                        const std::filesystem::path& out) {
+  ExportRequest request;
+  request.run_dir = run_dir;
+  request.output = out;
+  request.profile_dirs = profile_dirs_;
+  GRPO_TRY(const ExportDone done, export_checkpoint(request, warn_));
+  return done.step;
 }
 
 }  // namespace grpo::app

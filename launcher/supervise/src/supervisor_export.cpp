@@ -1,12 +1,11 @@
 // The end of a run that succeeded (docs/supervisor.md, "Export at the end"): with
 // SupervisorConfig::export_hf (`run`/`submit --export-hf`) the Hugging Face export of the final
-// checkpoint into <run_dir>/hf, through SupervisorDeps::exporter (by default HfRunExporter:
-// `grpo-launch export`'s code, app::export_checkpoint), then `run_finished`. A failed export
-// leaves the run `succeeded`: it is reported by a `hf_export_failed` event and exit 86. Part of
-// supervisor.cpp's class, kept apart for size; HfRunExporter (run_exporter.h) lives here too.
+// checkpoint into <run_dir>/hf, through SupervisorDeps::exporter (the CLI's app::HfRunExporter:
+// `grpo-launch export`'s code), then `run_finished`. A failed export leaves the run `succeeded`:
+// it is reported by a `hf_export_failed` event and exit 86. Part of supervisor.cpp's class, kept
+// apart for size.
 #include <spdlog/spdlog.h>
 
-#include "grpo/app/export_run.h"
 #include "grpo/core/run_dir.h"
 #include "grpo/supervise/supervisor.h"
 
@@ -14,27 +13,16 @@ namespace grpo::supervise {
 
 using nlohmann::json;
 
-core::Result<std::int64_t> HfRunExporter::export_newest(const std::filesystem::path& run_dir,
-                                                        const std::filesystem::path& out) {
-  app::ExportRequest request;
-  request.run_dir = run_dir;
-  request.output = out;
-  request.profile_dirs = profile_dirs_;
-  GRPO_TRY(const app::ExportDone done,
-           app::export_checkpoint(request, [](const std::string& warning) {
-             spdlog::warn("hf export: {}", warning);
-           }));
-  return done.step;
-}
-
 core::Result<int> Supervisor::finish_succeeded() {
   int code = kExitSucceeded;
   if (o_.config.export_hf) {
     const std::filesystem::path out = o_.run_dir / core::run_dir::kHfExport;
     const double t0 = d_.clock.now();
-    HfRunExporter own(o_.profile_dirs);
-    RunExporter& exporter = d_.exporter != nullptr ? *d_.exporter : own;
-    core::Result<std::int64_t> step = exporter.export_newest(o_.run_dir, out);
+    core::Result<std::int64_t> step =
+        d_.exporter != nullptr
+            ? d_.exporter->export_newest(o_.run_dir, out)
+            : core::make_error(core::ErrorKind::kInternal,
+                               "the supervisor was given no Hugging Face exporter");
     const double seconds = d_.clock.now() - t0;
     if (step.ok()) {
       spdlog::info("exported step {} as a Hugging Face model to {} ({:.1f} s)", *step, out.string(),

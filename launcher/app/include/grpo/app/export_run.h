@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "grpo/core/result.h"
+#include "grpo/supervise/run_exporter.h"
 
 namespace grpo::app {
 
@@ -39,5 +40,20 @@ using WarningSink = std::function<void(const std::string&)>;
 // checkpoint or model unreadable or not verifying), kIo (the output exists and is not empty, or
 // cannot be written).
 core::Result<ExportDone> export_checkpoint(const ExportRequest& request, const WarningSink& warn);
+
+// The supervisor's export at the end of a run (supervise::RunExporter, `--export-hf`):
+// export_checkpoint of the newest checkpoint that verifies, bf16 in 5 GB shards, the run's model
+// looked up on `profile_dirs` and the profile search path; warnings go to `warn`.
+class HfRunExporter final : public supervise::RunExporter {
+ public:
+  HfRunExporter(std::vector<std::string> profile_dirs, WarningSink warn)
+      : profile_dirs_(std::move(profile_dirs)), warn_(std::move(warn)) {}
+  core::Result<std::int64_t> export_newest(const std::filesystem::path& run_dir,
+                                           const std::filesystem::path& out) override;
+
+ private:
+  std::vector<std::string> profile_dirs_;
+  WarningSink warn_;
+};
 
 }  // namespace grpo::app

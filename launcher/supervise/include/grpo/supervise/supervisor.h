@@ -117,8 +117,6 @@ struct SupervisorOptions {
   double poll_s = 0.1;            // longest wait for rank output between checks
   double metrics_interval_s = 5;  // metrics.prom rewrite period
   double end_time_check_s = 60;   // how often the job's end time is asked again
-  // --profile-dir: where the export at the end (config.export_hf) looks up the run's model.
-  std::vector<std::string> profile_dirs;
 };
 
 // Where the supervisor's progress goes besides the event log: the live progress line and
@@ -151,8 +149,8 @@ struct SupervisorDeps {
   // checks (node_health.h); empty function: no health checks. Errors: the check could not run
   // (a warning; the attempt starts anyway).
   std::function<core::Result<std::vector<HealthFinding>>(const std::vector<std::string>&)> health;
-  // The export at the end of a run that succeeded when config.export_hf is set. Null: an
-  // HfRunExporter over SupervisorOptions::profile_dirs.
+  // The export at the end of a run that succeeded when config.export_hf is set (the CLI's
+  // app::HfRunExporter). Null: such an export fails (hf_export_failed, exit 86).
   RunExporter* exporter = nullptr;
 };
 
