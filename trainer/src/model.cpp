@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "collective_autograd.h"
 #include "grpo/trainer/expert_parallel.h"
@@ -449,6 +450,12 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
   const ShardingPlan plan(spec, whole_shapes(spec, ops), std::move(layout));
   for (const Placement& f : plan.params()) {
     auto it = mine.find(f.name);
+    // The modules size themselves from the shards; the plan is the authority on what a rank
+    // holds, so a module that disagrees with it is a bug caught here, not a silent mis-slice.
+    if (it != mine.end() && it->second.sizes().vec() != f.own_shape()) {
+      throw std::logic_error("parameter " + f.name + " is built with another shape than the " +
+                             "sharding plan gives this rank");
+    }
     if (it != mine.end() && !f.own) {
       init(f.name, it->second);
       continue;
