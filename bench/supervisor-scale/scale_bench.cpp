@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
 
   FakeClock clock;
   SyntheticRunner runner(clock, s);
-  grpo::slurm::FakeSignals signals;
+  grpo::process::FakeSignals signals;
   FakeJobControl job;
   job.slurm = false;
   NullStatusSink status;

@@ -199,7 +199,7 @@ Attempts local_attempts(const RunDir& r, const std::optional<supervise::VerlRunI
 // `a`. Prints the setup line (job, restart, step nodes, milliseconds since `t0`).
 core::Status slurm_attempts(const RunDir& r, const std::string& srun,
                             const std::optional<supervise::VerlRunInfo>& verl,
-                            slurm::ProcessRunner& processes,
+                            process::ProcessRunner& processes,
                             std::chrono::steady_clock::time_point t0, Attempts& a) {
   GRPO_TRY(const std::uint32_t job_id, slurm::parse_job_id(std::getenv("SLURM_JOB_ID")));
   GRPO_TRY(a.lib, slurm::LibSlurm::open());
@@ -259,7 +259,7 @@ core::Result<supervise::HealthSpec> health_spec(const RunDir& r) {
 // Under Slurm: one srun step over `nodes`, one `grpo-launch health-check` task each; their
 // failed checks.
 core::Result<std::vector<supervise::HealthFinding>> srun_health_check(
-    const RunDir& r, const std::string& srun, slurm::ProcessRunner& processes,
+    const RunDir& r, const std::string& srun, process::ProcessRunner& processes,
     const std::vector<std::string>& nodes) {
   GRPO_TRY(const supervise::HealthSpec h, health_spec(r));
   std::error_code ec;
@@ -267,7 +267,7 @@ core::Result<std::vector<supervise::HealthFinding>> srun_health_check(
   if (ec) return core::make_error(core::ErrorKind::kIo, "/proc/self/exe: " + ec.message());
   std::string list;
   for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
-  slurm::CommandSpec c;
+  process::CommandSpec c;
   c.argv = {srun,
             "--nodes=" + std::to_string(nodes.size()),
             "--ntasks=" + std::to_string(nodes.size()),
@@ -287,10 +287,10 @@ core::Result<std::vector<supervise::HealthFinding>> srun_health_check(
     c.argv.push_back("--command");
     c.argv.push_back(r.config.health_check);
   }
-  c.err = slurm::Stream::kCapture;
+  c.err = process::Stream::kCapture;
   c.timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>((h.command_timeout_s + 60.0) * 1000));
-  GRPO_TRY(const slurm::Completion done, processes.run(c));
+  GRPO_TRY(const process::Completion done, processes.run(c));
   std::vector<std::string> lines;
   for (const auto line : core::split(done.out, '\n')) lines.emplace_back(line);
   return supervise::read_health_answers(nodes, lines);
@@ -302,7 +302,7 @@ core::Result<std::vector<supervise::HealthFinding>> srun_health_check(
 // `deps`.
 void add_progress_and_health(supervise::SupervisorDeps& deps, const RunDir& r,
                              const std::optional<supervise::VerlRunInfo>& verl, bool local,
-                             const std::string& srun, slurm::ProcessRunner& processes) {
+                             const std::string& srun, process::ProcessRunner& processes) {
   if (verl) {
     // Only the run's own: a tracker written before the run was submitted is another run's.
     const fs::path dir = verl->checkpoint_dir;
@@ -345,7 +345,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   // Signals first: a USR2 or TERM during the setup below must not kill us silently. A rank
   // that died between our check and a write to its pipe must not kill us either.
   ::signal(SIGPIPE, SIG_IGN);
-  auto signals = slurm::ProcessSignals::install();
+  auto signals = process::ProcessSignals::install();
   if (!signals.ok()) return fail(signals.error());
   auto loaded = load_run_dir(run_dir);
   if (!loaded.ok()) return fail(loaded.error());
@@ -367,7 +367,7 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   }
 
   Attempts a;
-  slurm::PosixProcessRunner processes;
+  process::PosixProcessRunner processes;
   if (local) {
     a = local_attempts(r, verl, o);
   } else if (auto st = slurm_attempts(r, srun, verl, processes, t0, a); !st.ok()) {
@@ -377,8 +377,8 @@ int supervise_dir(const GlobalArgs& global, const std::string& run_dir, bool loc
   app::HfRunExporter exporter(global.profile_dirs, [](const std::string& warning) {
     spdlog::warn("hf export: {}", warning);
   });
-  supervise::SupervisorDeps deps{*a.runner, clock,     *signals.value(), *a.job, status, {}, {},
-                                 &exporter};
+  supervise::SupervisorDeps deps{*a.runner, clock, *signals.value(), *a.job, status,
+                                 {},        {},    &exporter};
   add_progress_and_health(deps, r, verl, local, srun, processes);
   return run_supervisor(std::move(o), std::move(deps));
 }
@@ -402,7 +402,7 @@ int cmd_health_check(const HealthCheckArgs& args) {
     if (!words.ok()) return fail(words.error());
     h.command = std::move(words).value();
   }
-  slurm::PosixProcessRunner processes;
+  process::PosixProcessRunner processes;
   const auto found = supervise::check_node(node, h, supervise::system_probes(), processes);
   for (const auto& f : found) std::cout << supervise::finding_line(f) << "\n";
   std::cout << supervise::done_line(node, found.empty()) << std::endl;

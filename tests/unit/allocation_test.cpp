@@ -7,6 +7,9 @@
 #include "grpo/process/signals.h"
 
 namespace grpo::slurm {
+
+using process::ProcessSignals;
+using process::signal_name;
 namespace {
 
 using core::ErrorKind;

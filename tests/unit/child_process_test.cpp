@@ -97,7 +97,7 @@ TEST(ChildSignal, NothingIsSentToTheGroupOnceTheLeaderIsReaped) {
   LineBuffer out;
   std::vector<std::string> lines;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::optional<slurm::ExitStatus> status;
+  std::optional<process::ExitStatus> status;
   while ((lines.empty() || !status) && std::chrono::steady_clock::now() < deadline) {
     if (child.out_fd() >= 0 && !out.read_from(child.out_fd(), lines)) child.close_out();
     if (!status) status = child.try_reap();

@@ -54,7 +54,7 @@ TEST(SupervisorConfigFromLaunch, EveryAttemptRunsWithTheUsersMicroBatch) {
   args.trainer_sets = {micro(3)};
   supervise::FakeClock clock;
   supervise::SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
+  process::FakeSignals signals;
   supervise::FakeJobControl job;
   job.slurm = false;
   supervise::NullStatusSink status;

@@ -33,7 +33,7 @@ HealthProbes healthy_probes() {
 }
 
 TEST(NodeHealth, HealthyNodeRunsOnlyTheChecksThatApply) {
-  slurm::FakeProcessRunner runner;
+  process::FakeProcessRunner runner;
   HealthSpec spec;
   spec.run_dir = "/runs/r";
   spec.min_free_bytes = 10ull << 30;
@@ -42,7 +42,7 @@ TEST(NodeHealth, HealthyNodeRunsOnlyTheChecksThatApply) {
 }
 
 TEST(NodeHealth, AFullFileSystemIsADiskFindingNotAnUnwritableRunDir) {
-  slurm::FakeProcessRunner runner;
+  process::FakeProcessRunner runner;
   HealthProbes p = healthy_probes();
   // What the real probe returns when its create fails with ENOSPC (io::errno_error's mapping).
   p.write_error = [](const fs::path& d) {
@@ -59,10 +59,10 @@ TEST(NodeHealth, AFullFileSystemIsADiskFindingNotAnUnwritableRunDir) {
 }
 
 TEST(NodeHealth, EachFailedCheckIsOneFinding) {
-  slurm::FakeProcessRunner runner;
+  process::FakeProcessRunner runner;
   const auto failing = [](int code, const char* err) {
-    slurm::FakeOutcome o;
-    o.status = slurm::Exited{code};
+    process::FakeOutcome o;
+    o.status = process::Exited{code};
     o.err = err;
     return o;
   };
@@ -103,12 +103,12 @@ TEST(NodeHealth, EachFailedCheckIsOneFinding) {
 }
 
 TEST(NodeHealth, CommandThatHangsOrIsMissingIsUnhealthy) {
-  slurm::FakeProcessRunner runner;
-  slurm::FakeOutcome hung;
+  process::FakeProcessRunner runner;
+  process::FakeOutcome hung;
   hung.timed_out = true;
-  hung.status = slurm::Signaled{15};
+  hung.status = process::Signaled{15};
   runner.push(hung);
-  slurm::FakeOutcome missing;
+  process::FakeOutcome missing;
   missing.error = core::make_error(core::ErrorKind::kNotFound, "check.sh: not found on PATH");
   runner.push(missing);
   HealthSpec spec;
@@ -171,7 +171,7 @@ TEST(NodeHealth, NewestCheckpointSizeCountsItsFiles) {
 struct HealthLoop {
   FakeClock clock;
   SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
+  process::FakeSignals signals;
   FakeJobControl job;
   NullStatusSink status;
   fs::path dir;

@@ -220,7 +220,7 @@ SimAttempt phased(std::int64_t from, std::int64_t hang_step = -1) {
 struct Loop {
   FakeClock clock;
   SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
+  process::FakeSignals signals;
   FakeJobControl job;
   NullStatusSink status;
   fs::path dir;

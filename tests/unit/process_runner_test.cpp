@@ -12,7 +12,7 @@
 
 #include "grpo/test_support/fake_process_runner.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 namespace {
 
 using std::chrono::milliseconds;
@@ -274,4 +274,4 @@ TEST(FakeProcessRunner, ScriptedOutcomesAndRecordedCalls) {
 }
 
 }  // namespace
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -76,10 +76,10 @@ std::string render_or_fail(const Plan& plan, const SbatchRunOptions& options) {
   return text.value();
 }
 
-slurm::Completion run_bash(const std::vector<std::string>& args,
-                           const std::map<std::string, std::string>& env = {}) {
-  slurm::PosixProcessRunner runner;
-  slurm::CommandSpec cmd;
+process::Completion run_bash(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {}) {
+  process::PosixProcessRunner runner;
+  process::CommandSpec cmd;
   cmd.argv = {"bash"};
   cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
   cmd.env = env;
@@ -124,7 +124,7 @@ TEST(GoldenSbatch, ThreeProfiles) {
     ASSERT_FALSE(script.empty()) << c.cluster;
     test::expect_golden(c.golden, script);
     auto syntax = run_bash({"-n", "-c", script});
-    EXPECT_EQ(slurm::shell_code(syntax.status), 0) << c.cluster << ": " << syntax.err;
+    EXPECT_EQ(process::shell_code(syntax.status), 0) << c.cluster << ": " << syntax.err;
   }
 }
 
@@ -382,7 +382,7 @@ TEST_F(SbatchHostileValues, AreQuotedAndNothingExecutes) {
       << script;
 
   auto syntax = run_bash({"-n", "-c", script});
-  EXPECT_EQ(slurm::shell_code(syntax.status), 0) << syntax.err;
+  EXPECT_EQ(process::shell_code(syntax.status), 0) << syntax.err;
 
   // The environment block alone.
   const auto begin = script.find("# The plan's environment");
@@ -396,7 +396,7 @@ TEST_F(SbatchHostileValues, AreQuotedAndNothingExecutes) {
     names.push_back(name);
   }
   auto run = run_bash({"-c", block, "bash", dir_.string()});
-  EXPECT_EQ(slurm::shell_code(run.status), 0) << run.err;
+  EXPECT_EQ(process::shell_code(run.status), 0) << run.err;
   EXPECT_EQ(run.err, "");
   const auto values = split_nul(run.out);
   ASSERT_EQ(values.size(), names.size());
@@ -411,7 +411,7 @@ TEST_F(SbatchHostileValues, AreQuotedAndNothingExecutes) {
   auto whole =
       run_bash({"-c", "cd \"$1\" && bash \"$2\"", "bash", dir_.string(), script_file.string()},
                {{"OUT_ARGS", (dir_ / "args").string()}, {"OUT_ENV", (dir_ / "env").string()}});
-  EXPECT_EQ(slurm::shell_code(whole.status), 0) << whole.err;
+  EXPECT_EQ(process::shell_code(whole.status), 0) << whole.err;
   EXPECT_EQ(split_nul(test::read_text(dir_ / "args")),
             (std::vector<std::string>{"supervise", "--run-dir", o.run_dir}));
   const auto env = split_nul(test::read_text(dir_ / "env"));

@@ -6,6 +6,13 @@
 #include "grpo/test_support/fake_process_runner.h"
 
 namespace grpo::slurm {
+
+using process::CommandSpec;
+using process::Exited;
+using process::FakeOutcome;
+using process::FakeProcessRunner;
+using process::Signaled;
+using process::Stream;
 namespace {
 
 using core::ErrorKind;

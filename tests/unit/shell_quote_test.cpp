@@ -99,13 +99,13 @@ TEST(ShellQuote, RoundTripThroughBash) {
   for (const auto& v : values) script += "printf '%s\\0' " + shell_quote(v) + "\n";
   script += "[ ! -e CANARY ] || echo CANARY-EXISTS >&2\n";
   const std::string dir = testing::TempDir();
-  slurm::PosixProcessRunner runner;
-  slurm::CommandSpec cmd;
+  process::PosixProcessRunner runner;
+  process::CommandSpec cmd;
   cmd.argv = {"bash", "-c", script, "bash", dir};
   cmd.timeout = std::chrono::seconds(30);
   auto done = runner.run(cmd);
   ASSERT_TRUE(done.ok()) << done.error().str();
-  EXPECT_EQ(slurm::shell_code(done->status), 0) << done->err;
+  EXPECT_EQ(process::shell_code(done->status), 0) << done->err;
   EXPECT_EQ(done->err, "");
   std::vector<std::string> got;
   std::string cur;

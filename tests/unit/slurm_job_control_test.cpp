@@ -50,12 +50,12 @@ TEST(SinfoNodeState, ParsesSinfoOutput) {
 
 TEST(SlurmJobControl, AsksSinfoAboutTheStepsNodes) {
   NoJobs jobs;
-  slurm::FakeProcessRunner runner;
-  slurm::FakeOutcome answer;
+  process::FakeProcessRunner runner;
+  process::FakeOutcome answer;
   answer.out = "n1 mixed\nn2 draining\n";
   runner.push(answer);
-  slurm::FakeOutcome unreachable;
-  unreachable.status = slurm::Exited{1};
+  process::FakeOutcome unreachable;
+  unreachable.status = process::Exited{1};
   unreachable.err = "sinfo: error: cannot reach slurmctld\n";
   runner.push(unreachable);
   SlurmJobControlOptions o;

@@ -40,10 +40,10 @@ VerlAttemptOptions golden_attempt_options() {
   return o;
 }
 
-slurm::Completion run_bash(const std::vector<std::string>& args,
-                           const std::map<std::string, std::string>& env = {}) {
-  slurm::PosixProcessRunner runner;
-  slurm::CommandSpec cmd;
+process::Completion run_bash(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {}) {
+  process::PosixProcessRunner runner;
+  process::CommandSpec cmd;
   cmd.argv = {"bash"};
   cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
   cmd.env = env;
@@ -171,7 +171,7 @@ TEST(GoldenVerl, AttemptAndBatchScripts) {
   ASSERT_TRUE(attempt.ok()) << attempt.error().str();
   test::expect_golden("verl-attempt.sh", attempt.value());
   auto syntax = run_bash({"-n", "-c", attempt.value()});
-  EXPECT_EQ(slurm::shell_code(syntax.status), 0) << syntax.err;
+  EXPECT_EQ(process::shell_code(syntax.status), 0) << syntax.err;
 
   SbatchRunOptions so;
   so.run_dir = "/shared/runs/verl-golden";
@@ -187,7 +187,7 @@ TEST(GoldenVerl, AttemptAndBatchScripts) {
   ASSERT_TRUE(text.ok()) << text.error().str();
   test::expect_golden("sbatch-verl.sh", text.value());
   auto s2 = run_bash({"-n", "-c", text.value()});
-  EXPECT_EQ(slurm::shell_code(s2.status), 0) << s2.err;
+  EXPECT_EQ(process::shell_code(s2.status), 0) << s2.err;
 }
 
 TEST(VerlSbatch, RefusesANameGrpoLaunchSets) {
@@ -242,7 +242,7 @@ TEST(VerlHostile, ValuesReachTheDriverVerbatim) {
       {"HOSTILE_ENV", d->env.front().second},
   };
   auto run = run_bash({"-c", "cd \"$1\" && bash \"$2\"", "bash", dir.string(), file.string()}, env);
-  EXPECT_EQ(slurm::shell_code(run.status), 0) << run.err << run.out;
+  EXPECT_EQ(process::shell_code(run.status), 0) << run.err << run.out;
   EXPECT_FALSE(fs::exists(canary)) << "a hostile value was executed";
   std::ifstream in(dir / "state" / "driver.jsonl");
   std::string line;

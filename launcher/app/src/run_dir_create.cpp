@@ -65,7 +65,7 @@ core::Result<std::string> submit_run_dir(const std::string& run_dir,
                                          int sbatch_timeout_s, const std::string& created_utc,
                                          const WarningSink& warn) {
   GRPO_TRY_STATUS(io::create_dir_atomic(run_dir, files, executable));
-  slurm::PosixProcessRunner runner;
+  process::PosixProcessRunner runner;
   slurm::SubmitRequest request;
   request.script = run_dir + "/" + std::string(core::run_dir::kBatchScript);
   request.timeout = std::chrono::seconds(sbatch_timeout_s);

@@ -9,6 +9,7 @@
 #include "grpo/core/json_text.h"
 #include "grpo/core/run_dir.h"
 #include "grpo/render/sbatch_render.h"
+#include "grpo/shell/shell_quote.h"
 #include "grpo/supervise/verl_engine.h"
 #include "grpo/verl/verl_job.h"
 

@@ -1,5 +1,7 @@
 #include "grpo/plan/layout.h"
+
 #include "grpo/core/text.h"
+#include "stage_split.h"
 
 #include <algorithm>
 #include <charconv>
@@ -78,19 +80,8 @@ std::optional<std::pair<int, int>> uneven_split(int num_layers, int pp) {
   return std::pair{first, last};
 }
 
-namespace {
-
-// Megatron-Core (transformer_block.py): with only the first (or last) stage's count given, the
-// remaining layers spread evenly over all other stages; with both, over the middle stages.
-struct StageSplit {
-  bool ok = true;
-  int first = 0;
-  int middle = 0;
-  int last = 0;
-};
-
-StageSplit split_stages(int layers, int pp, int first_given, int last_given,
-                        bool count_embedding = false, bool count_loss = false) {
+StageSplit split_stages(int layers, int pp, int first_given, int last_given, bool count_embedding,
+                        bool count_loss) {
   StageSplit s;
   if (pp <= 1) {
     s.first = s.last = s.middle = layers;
@@ -134,8 +125,6 @@ StageSplit split_stages(int layers, int pp, int first_given, int last_given,
   s.first = s.middle = s.last = layers / pp;
   return s;
 }
-
-}  // namespace
 
 PipelineLayout parse_pipeline_layout(std::string_view text) {
   PipelineLayout out;

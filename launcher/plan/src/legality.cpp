@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "grpo/plan/layout.h"
+#include "stage_split.h"
 
 namespace grpo::core {
 namespace {

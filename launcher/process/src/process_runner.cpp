@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 using core::ErrorKind;
 using core::make_error;
@@ -360,4 +360,4 @@ core::Result<Completion> PosixProcessRunner::run(const CommandSpec& spec) {
   return done;
 }
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -72,4 +72,4 @@ std::optional<int> ProcessSignals::take() {
   return std::nullopt;
 }
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

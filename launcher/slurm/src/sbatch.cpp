@@ -6,6 +6,13 @@
 
 namespace grpo::slurm {
 
+using process::CommandSpec;
+using process::Completion;
+using process::describe;
+using process::Exited;
+using process::ProcessRunner;
+using process::Signaled;
+
 using core::ErrorKind;
 using core::make_error;
 

@@ -72,16 +72,17 @@ bool LineBuffer::read_from(int fd, std::vector<std::string>& out) {
 }
 
 core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
-  GRPO_TRY(const slurm::ExecImage image, slurm::prepare_exec(spec.argv, spec.env, spec.unset_env));
-  const std::vector<char*> argv = slurm::exec_array(spec.argv);
-  const std::vector<char*> envp = slurm::exec_array(image.env);
+  GRPO_TRY(const process::ExecImage image,
+           process::prepare_exec(spec.argv, spec.env, spec.unset_env));
+  const std::vector<char*> argv = process::exec_array(spec.argv);
+  const std::vector<char*> envp = process::exec_array(image.env);
 
   // Every descriptor is owned: each error path below closes all of them.
-  using slurm::UniqueFd;
+  using process::UniqueFd;
   UniqueFd out_r, out_w, err_r, err_w, in_r, in_w, status_r, status_w, err_file;
-  if (!slurm::make_pipe(out_r, out_w, O_CLOEXEC) ||
-      !slurm::make_pipe(status_r, status_w, O_CLOEXEC) ||
-      (spec.stdin_pipe && !slurm::make_pipe(in_r, in_w, O_CLOEXEC))) {
+  if (!process::make_pipe(out_r, out_w, O_CLOEXEC) ||
+      !process::make_pipe(status_r, status_w, O_CLOEXEC) ||
+      (spec.stdin_pipe && !process::make_pipe(in_r, in_w, O_CLOEXEC))) {
     return make_error(ErrorKind::kIo, errno_text("pipe"));
   }
   if (spec.stderr_file) {
@@ -91,7 +92,7 @@ core::Result<std::unique_ptr<Child>> Child::spawn(const ChildSpec& spec) {
       return make_error(ErrorKind::kIo,
                         errno_text(("cannot open " + spec.stderr_file->string()).c_str()));
     }
-  } else if (!slurm::make_pipe(err_r, err_w, O_CLOEXEC)) {
+  } else if (!process::make_pipe(err_r, err_w, O_CLOEXEC)) {
     return make_error(ErrorKind::kIo, errno_text("pipe"));
   }
   const int child_in = in_r.get(), child_out = out_w.get(), status_fd = status_w.get();
@@ -176,7 +177,7 @@ void Child::close_err() {
   close_fd(err_);
 }
 
-std::optional<slurm::ExitStatus> Child::try_reap() {
+std::optional<process::ExitStatus> Child::try_reap() {
   if (status_) return status_;
   int st = 0;
   pid_t r;
@@ -185,9 +186,9 @@ std::optional<slurm::ExitStatus> Child::try_reap() {
   } while (r < 0 && errno == EINTR);
   if (r == pid_) {
     if (WIFSIGNALED(st)) {
-      status_ = slurm::Signaled{WTERMSIG(st)};
+      status_ = process::Signaled{WTERMSIG(st)};
     } else {
-      status_ = slurm::Exited{WEXITSTATUS(st)};
+      status_ = process::Exited{WEXITSTATUS(st)};
     }
   }
   return status_;
@@ -335,7 +336,7 @@ OomSnapshot oom_snapshot(pid_t pid, const std::string& program, const fs::path& 
   if (s.counter_file) s.oom_kills = read_oom_kills(*s.counter_file);
   // The kernel's comm: the executed file's base name, cut to TASK_COMM_LEN - 1 = 15 bytes.
   s.comm = fs::path(program).filename().string().substr(0, 15);
-  s.kmsg = slurm::UniqueFd(::open(kmsg.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  s.kmsg = process::UniqueFd(::open(kmsg.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (s.kmsg.get() >= 0) ::lseek(s.kmsg.get(), 0, SEEK_END);  // /dev/kmsg: after the newest
   return s;
 }

@@ -180,7 +180,7 @@ core::Result<std::vector<AttemptEvent>> LocalRunner::poll(double timeout_s) {
             std::holds_alternative<Signaled>(*st) && std::get<Signaled>(*st).signal == SIGKILL;
         RankExit x{static_cast<int>(i), *st, std::nullopt, false};
         if (sigkill) x.oom_killed = oom_killed(r.child->pid(), r.oom);
-        if (slurm::shell_code(*st) != 0 && !first_bad_) first_bad_ = *st;
+        if (process::shell_code(*st) != 0 && !first_bad_) first_bad_ = *st;
         events.emplace_back(std::in_place_type<RankExit>, x);
         r.reported = true;
       }

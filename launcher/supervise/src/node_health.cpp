@@ -58,12 +58,12 @@ HealthProbes system_probes() {
 namespace {
 
 // Runs argv with a time limit; nullopt when it answered (exit 0), else why not.
-std::optional<std::string> run_check(slurm::ProcessRunner& runner,
+std::optional<std::string> run_check(process::ProcessRunner& runner,
                                      const std::vector<std::string>& argv, double timeout_s) {
-  slurm::CommandSpec spec;
+  process::CommandSpec spec;
   spec.argv = argv;
-  spec.out = slurm::Stream::kNull;
-  spec.err = slurm::Stream::kCapture;
+  spec.out = process::Stream::kNull;
+  spec.err = process::Stream::kCapture;
   spec.max_capture = 4096;
   spec.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
   auto done = runner.run(spec);
@@ -71,8 +71,8 @@ std::optional<std::string> run_check(slurm::ProcessRunner& runner,
   if (done->timed_out) {
     return argv.front() + " did not answer within " + core::format_fixed(timeout_s, 0) + " s";
   }
-  if (slurm::shell_code(done->status) == 0) return std::nullopt;
-  std::string why = argv.front() + ": " + slurm::describe(done->status);
+  if (process::shell_code(done->status) == 0) return std::nullopt;
+  std::string why = argv.front() + ": " + process::describe(done->status);
   const std::string_view err = core::trim(done->err);
   if (!err.empty()) {
     const auto nl = err.rfind('\n');
@@ -84,7 +84,7 @@ std::optional<std::string> run_check(slurm::ProcessRunner& runner,
 }  // namespace
 
 std::vector<HealthFinding> check_node(const std::string& node, const HealthSpec& spec,
-                                      const HealthProbes& probes, slurm::ProcessRunner& runner) {
+                                      const HealthProbes& probes, process::ProcessRunner& runner) {
   std::vector<HealthFinding> out;
   if (auto why = probes.write_error(spec.run_dir)) {
     out.push_back({node, why->kind == core::ErrorKind::kNoSpace ? "disk" : "run_dir",

@@ -151,7 +151,7 @@ core::Result<std::vector<AttemptEvent>> SrunRunner::poll(double timeout_s) {
       for (auto& [rank, line] : err_pieces_.flush()) rank_log(rank, line);
       srun_->close_out();
       srun_->close_err();
-      write_line(srun_log_, "# srun ended: " + slurm::describe(*st));
+      write_line(srun_log_, "# srun ended: " + process::describe(*st));
       events.emplace_back(std::in_place_type<AttemptExit>, AttemptExit{*st});
       active_ = false;
       close_logs();

@@ -473,7 +473,7 @@ Failure Supervisor::root_cause(const Attempt& a) {
   for (const auto& f : a.candidates) {
     if (!failure || failure_priority(f) > failure_priority(*failure)) failure = f;
   }
-  if (!failure) failure = RankCrash{-1, slurm::shell_code(*a.exit), 0, "the step failed"};
+  if (!failure) failure = RankCrash{-1, process::shell_code(*a.exit), 0, "the step failed"};
   if (d_.job.under_slurm() && !std::holds_alternative<FatalError>(*failure) &&
       !std::holds_alternative<Preemption>(*failure) &&
       !std::holds_alternative<NodeLoss>(*failure)) {
@@ -496,7 +496,7 @@ core::Status Supervisor::record_failure(const Attempt& a, const Failure& failure
   return record(ev::kAttemptEnded, {{"attempt", a.number},
                                     {"outcome", preempted ? "preempted" : "failed"},
                                     {"class", std::string(failure_class(failure))},
-                                    {"exit", slurm::describe(*a.exit)},
+                                    {"exit", process::describe(*a.exit)},
                                     {"duration_s", duration}});
 }
 
@@ -540,7 +540,7 @@ core::Result<std::optional<int>> Supervisor::restart(const Restart& r, int numbe
     sig = d_.signals.take();
   }
   if (!sig) return std::optional<int>{};
-  const Preemption p{slurm::signal_name(*sig) + " during the restart backoff"};
+  const Preemption p{process::signal_name(*sig) + " during the restart backoff"};
   spdlog::warn("{}", describe(Failure{p}));
   const Decision d2 = decide(p, prior, o_.config.budget, ctx);
   GRPO_TRY_STATUS(transition(Trigger::kLaunch, "attempt " + std::to_string(number + 1)));

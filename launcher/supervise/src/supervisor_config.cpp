@@ -2,6 +2,7 @@
 // writes them into the run directory and `supervise` reads them back.
 #include "grpo/supervise/supervisor.h"
 
+#include <charconv>
 #include <cmath>
 
 namespace grpo::supervise {

@@ -46,7 +46,7 @@ void Supervisor::ask_for_stacks(StackRequest& req, const AttemptSpec& spec) {
   const auto pids = d_.runner.rank_pids();
   const char* path = std::getenv("PATH");
   const auto eu_stack =
-      slurm::find_executable("eu-stack", path != nullptr ? path : slurm::kDefaultPath);
+      process::find_executable("eu-stack", path != nullptr ? path : process::kDefaultPath);
   if (pids.empty()) {
     req.method = "none";
     req.note = "the ranks of a --trainer-cmd program are not local processes (no stacks under " +
@@ -59,11 +59,11 @@ void Supervisor::ask_for_stacks(StackRequest& req, const AttemptSpec& spec) {
     return;
   }
   req.method = "eu-stack";
-  slurm::PosixProcessRunner runner;
+  process::PosixProcessRunner runner;
   for (const auto& [rank, pid] : pids) {
     const double left = req.deadline - d_.clock.now();
     if (left <= 0) break;
-    slurm::CommandSpec c;
+    process::CommandSpec c;
     c.argv = {*eu_stack, "-s", "-m", "-p", std::to_string(pid)};
     c.timeout = std::chrono::milliseconds(static_cast<long>(left * 1000));
     c.kill_grace = std::chrono::milliseconds(200);

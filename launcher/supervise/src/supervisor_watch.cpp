@@ -201,9 +201,9 @@ core::Status Supervisor::take_events(Attempt& a) {
             [&](RankOutput& out) { return handle_output(a, out); },
             [&](const RankExit& x) -> core::Status {
               const bool ours = a.teardown && caused_by_us(x.status, a.sent);
-              spdlog::log(slurm::shell_code(x.status) == 0 || ours ? spdlog::level::debug
-                                                                   : spdlog::level::warn,
-                          "rank {} ended: {}{}", x.rank, slurm::describe(x.status),
+              spdlog::log(process::shell_code(x.status) == 0 || ours ? spdlog::level::debug
+                                                                     : spdlog::level::warn,
+                          "rank {} ended: {}{}", x.rank, process::describe(x.status),
                           x.node ? " on " + *x.node : std::string());
               if (ours) return core::ok_status();
               auto f = failure_from_exit(x.rank, x.status, o_.config.contract,
@@ -235,12 +235,12 @@ core::Status Supervisor::take_events(Attempt& a) {
 // job's end time coming.
 core::Status Supervisor::take_signals(Attempt& a, double now) {
   while (auto sig = d_.signals.take()) {
-    spdlog::warn("received {}", slurm::signal_name(*sig));
+    spdlog::warn("received {}", process::signal_name(*sig));
     const bool again = std::any_of(a.candidates.begin(), a.candidates.end(), [](const auto& f) {
       return std::holds_alternative<Preemption>(f);
     });
     if (again && (*sig == SIGINT || *sig == SIGTERM) && !a.killed) {
-      spdlog::warn("second {}: stopping the ranks now", slurm::signal_name(*sig));
+      spdlog::warn("second {}: stopping the ranks now", process::signal_name(*sig));
       a.teardown = true;
       a.sent.insert(SIGKILL);
       a.sent.insert(SIGTERM);
@@ -255,7 +255,7 @@ core::Status Supervisor::take_signals(Attempt& a, double now) {
           "time, not on USR2");
       continue;
     }
-    if (!again) a.candidates.push_back(Preemption{slurm::signal_name(*sig)});
+    if (!again) a.candidates.push_back(Preemption{process::signal_name(*sig)});
   }
   if (!a.exit && !a.teardown && !a.checkpoint_requested_at) {
     GRPO_TRY(auto end, check_end_time(now));
@@ -351,7 +351,7 @@ core::Status Supervisor::act_on_failures(Attempt& a, double now) {
           // asked to stop with SIGTERM (its checkpoint-and-exit convention).
           const int sig = embedded() ? SIGUSR2 : SIGTERM;
           spdlog::info("asking the trainer for a checkpoint ({}) before yielding",
-                       slurm::signal_name(sig));
+                       process::signal_name(sig));
           a.sent.insert(sig);
           if (auto st = d_.runner.signal(sig); !st.ok()) {
             spdlog::warn("cannot signal the ranks: {}", st.error().message);
@@ -436,7 +436,7 @@ core::Status Supervisor::escalate_stop(Attempt& a, double now) {
 Supervisor::Ending Supervisor::how_it_ended(Attempt& a) {
   // Finished: every rank exited 0 by itself, or (grpo-trainer) said `done` even while we were
   // asking it to yield. A torchrun-style trainer that exits 0 after our SIGTERM only stopped.
-  const bool success = slurm::shell_code(*a.exit) == 0;
+  const bool success = process::shell_code(*a.exit) == 0;
   bool all_done = true;
   std::string not_done;
   for (int r = 0; r < a.spec.world_size(); ++r) {

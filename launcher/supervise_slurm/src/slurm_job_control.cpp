@@ -64,28 +64,28 @@ core::Result<std::vector<std::string>> SlurmJobControl::unhealthy_nodes(
   if (nodes.empty()) return std::vector<std::string>{};
   std::string list;
   for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
-  slurm::CommandSpec cmd;
+  process::CommandSpec cmd;
   cmd.argv = {o_.sinfo, "-h", "-N", "-n", list, "-o", "%N %T"};
   cmd.timeout = std::chrono::seconds(15);
-  GRPO_TRY(const slurm::Completion done, runner_.run(cmd));
-  if (done.timed_out || slurm::shell_code(done.status) != 0) {
+  GRPO_TRY(const process::Completion done, runner_.run(cmd));
+  if (done.timed_out || process::shell_code(done.status) != 0) {
     return make_error(ErrorKind::kUnavailable,
-                      "sinfo failed (" + slurm::describe(done.status) + "): " + done.err);
+                      "sinfo failed (" + process::describe(done.status) + "): " + done.err);
   }
   return parse_unhealthy_nodes(done.out);
 }
 
 core::Status SlurmJobControl::requeue() {
-  slurm::CommandSpec cmd;
+  process::CommandSpec cmd;
   cmd.argv = {o_.scontrol, "requeue", std::to_string(o_.job_id)};
   cmd.timeout = std::chrono::seconds(30);
-  GRPO_TRY(const slurm::Completion done, runner_.run(cmd));
-  if (done.timed_out || slurm::shell_code(done.status) != 0) {
+  GRPO_TRY(const process::Completion done, runner_.run(cmd));
+  if (done.timed_out || process::shell_code(done.status) != 0) {
     std::string err = done.err;
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
     return make_error(done.timed_out ? ErrorKind::kUnavailable : ErrorKind::kRejected,
                       "scontrol requeue " + std::to_string(o_.job_id) + ": " +
-                          (err.empty() ? slurm::describe(done.status) : err));
+                          (err.empty() ? process::describe(done.status) : err));
   }
   return core::ok_status();
 }

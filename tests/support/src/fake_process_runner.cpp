@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 namespace {
 
@@ -73,4 +73,4 @@ core::Result<Completion> FakeProcessRunner::run(const CommandSpec& spec) {
   return c;
 }
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

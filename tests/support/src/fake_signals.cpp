@@ -1,6 +1,6 @@
 #include "grpo/test_support/fake_signals.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 std::optional<int> FakeSignals::take() {
   if (script_.empty()) return std::nullopt;
@@ -13,4 +13,4 @@ std::optional<int> FakeSignals::take() {
   return s;
 }
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

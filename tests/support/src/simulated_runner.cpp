@@ -164,7 +164,7 @@ core::Result<std::vector<AttemptEvent>> SimulatedRunner::poll(double timeout_s) 
             },
             [&](const SimExit& x) {
               alive_[r] = false;
-              if (slurm::shell_code(x.status) != 0 && !first_bad_) first_bad_ = x.status;
+              if (process::shell_code(x.status) != 0 && !first_bad_) first_bad_ = x.status;
               RankExit re{p.rank, x.status, std::nullopt, x.oom_killed};
               out.emplace_back(std::in_place_type<RankExit>, re);
             },

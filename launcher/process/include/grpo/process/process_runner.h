@@ -16,7 +16,7 @@
 
 #include "grpo/core/result.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 // How a child ended (closed: visit without a default branch).
 struct Exited {
@@ -122,4 +122,4 @@ core::Result<ExecImage> prepare_exec(const std::vector<std::string>& argv,
 // A null-terminated array of pointers into `words`, as execve wants (valid while `words` is).
 std::vector<char*> exec_array(const std::vector<std::string>& words);
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -10,7 +10,7 @@
 
 #include "grpo/core/result.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 // "SIGTERM", "SIGUSR2", ...; "signal N" for a number without a name. The one home of this.
 std::string signal_name(int sig);
@@ -39,4 +39,4 @@ class ProcessSignals final : public SignalSource {
   ProcessSignals() = default;
 };
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 class UniqueFd {
  public:
@@ -47,4 +47,4 @@ inline bool make_pipe(UniqueFd& read_end, UniqueFd& write_end, int flags) {
   return true;
 }
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -45,7 +45,7 @@ bool is_unreachable_message(std::string_view message);
 //   kRejected    "sbatch rejected the job: <reason>"
 // `maybe_submitted` (when given) is set to true when the outcome is unknown: sbatch timed out or
 // died of a signal, so the controller may have accepted the job.
-core::Result<Submitted> submit_batch(ProcessRunner& runner, const SubmitRequest& request,
+core::Result<Submitted> submit_batch(process::ProcessRunner& runner, const SubmitRequest& request,
                                      bool* maybe_submitted = nullptr);
 
 }  // namespace grpo::slurm

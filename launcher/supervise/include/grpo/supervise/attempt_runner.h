@@ -25,9 +25,9 @@
 
 namespace grpo::supervise {
 
-using slurm::Exited;
-using slurm::ExitStatus;
-using slurm::Signaled;
+using process::Exited;
+using process::ExitStatus;
+using process::Signaled;
 
 // What one attempt runs. The trainer command is the same on every rank; a rank learns its place
 // from the environment (torchrun variables locally, PMIx under srun).

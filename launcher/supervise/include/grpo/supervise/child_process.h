@@ -59,7 +59,7 @@ class Child {
   void close_err();
   void close_in();
   // Reaps it without waiting; the status once it has ended (then always the same).
-  std::optional<slurm::ExitStatus> try_reap();
+  std::optional<process::ExitStatus> try_reap();
   bool reaped() const { return status_.has_value(); }
   // To its whole process group (the child leads it). A no-op once reaped: the pid, and the
   // group id with it, may then belong to another process.
@@ -72,7 +72,7 @@ class Child {
   int out_ = -1;
   int err_ = -1;
   int in_ = -1;
-  std::optional<slurm::ExitStatus> status_;
+  std::optional<process::ExitStatus> status_;
 };
 
 // Whether process `pid` is stopped (state T in /proc/<pid>/stat: SIGSTOP, SIGTSTP; also a
@@ -114,8 +114,8 @@ core::Result<int> free_local_port();
 struct OomSnapshot {
   std::optional<std::filesystem::path> counter_file;
   long long oom_kills = 0;
-  slurm::UniqueFd kmsg;  // the kernel log, opened at the snapshot and positioned at its end
-  std::string comm;      // the name the kernel logs for the process (its program, <= 15 bytes)
+  process::UniqueFd kmsg;  // the kernel log, opened at the snapshot and positioned at its end
+  std::string comm;        // the name the kernel logs for the process (its program, <= 15 bytes)
 };
 // Takes the snapshot of a process just started from `program` (argv[0]). `kmsg`: the kernel
 // log (a regular file in tests).

@@ -52,7 +52,7 @@ HealthProbes system_probes();
 
 // Runs every check of this node (named `node` in the findings); empty: healthy.
 std::vector<HealthFinding> check_node(const std::string& node, const HealthSpec& spec,
-                                      const HealthProbes& probes, slurm::ProcessRunner& runner);
+                                      const HealthProbes& probes, process::ProcessRunner& runner);
 
 // The size of the newest checkpoint with a manifest under <run_dir>/checkpoints (bytes of every
 // file in it), 0 when there is none.

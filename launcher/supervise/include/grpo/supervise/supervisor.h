@@ -139,7 +139,7 @@ class NullStatusSink final : public StatusSink {
 struct SupervisorDeps {
   AttemptRunner& runner;
   Clock& clock;
-  slurm::SignalSource& signals;
+  process::SignalSource& signals;
   JobControl& job;
   StatusSink& status;
   // The newest checkpoint step on disk (external trainers' progress; the attempt's resume step).

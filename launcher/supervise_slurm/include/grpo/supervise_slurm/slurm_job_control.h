@@ -26,7 +26,7 @@ struct SlurmJobControlOptions {
 
 class SlurmJobControl final : public JobControl {
  public:
-  SlurmJobControl(slurm::JobSource& jobs, slurm::ProcessRunner& runner,
+  SlurmJobControl(slurm::JobSource& jobs, process::ProcessRunner& runner,
                   SlurmJobControlOptions options)
       : jobs_(jobs), runner_(runner), o_(std::move(options)) {}
   bool under_slurm() const override { return true; }
@@ -40,7 +40,7 @@ class SlurmJobControl final : public JobControl {
 
  private:
   slurm::JobSource& jobs_;
-  slurm::ProcessRunner& runner_;
+  process::ProcessRunner& runner_;
   SlurmJobControlOptions o_;
 };
 

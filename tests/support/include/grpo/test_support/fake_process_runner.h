@@ -10,7 +10,7 @@
 
 #include "grpo/process/process_runner.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 struct FakeOutcome {
   ExitStatus status = Exited{0};
@@ -44,4 +44,4 @@ class FakeProcessRunner final : public ProcessRunner {
   std::shared_ptr<std::vector<int>> signals_ = std::make_shared<std::vector<int>>();
 };
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -6,7 +6,7 @@
 
 #include "grpo/process/signals.h"
 
-namespace grpo::slurm {
+namespace grpo::process {
 
 class FakeSignals final : public SignalSource {
  public:
@@ -21,4 +21,4 @@ class FakeSignals final : public SignalSource {
   std::vector<Item> script_;
 };
 
-}  // namespace grpo::slurm
+}  // namespace grpo::process

@@ -24,7 +24,7 @@ namespace grpo::supervise {
 struct SupervisorHarness {
   FakeClock clock;
   SimulatedRunner runner{clock};
-  slurm::FakeSignals signals;
+  process::FakeSignals signals;
   FakeJobControl job;
   NullStatusSink status;
   std::filesystem::path dir;
