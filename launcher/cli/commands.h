@@ -106,5 +106,4 @@ int fail(const core::Error& e, int code);
 // "grpo-launch: warning: <message>" on stderr, on one line.
 void print_warning(const std::string& message);
 
-
 }  // namespace grpo::cli

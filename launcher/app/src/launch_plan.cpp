@@ -8,7 +8,8 @@
 namespace grpo::app {
 
 core::Result<core::Plan> build_plan(const std::vector<std::string>& profile_dirs,
-                                    const PlanArgs& args, bool embedded_trainer, std::string* note) {
+                                    const PlanArgs& args, bool embedded_trainer,
+                                    std::string* note) {
   const io::DirectorySourceProvider provider = catalog(profile_dirs);
   std::vector<core::Override> overrides;
   for (const auto& s : args.sets) {

@@ -108,7 +108,8 @@ std::string trainer_model(const std::vector<std::string>& profile_dirs, const st
     std::error_code ec;
     model = fs::absolute(model, ec).lexically_normal().string();
   } else {
-    if (auto path = catalog(profile_dirs).locate(core::CatalogKind::kModel, model)) model = path->string();
+    if (auto path = catalog(profile_dirs).locate(core::CatalogKind::kModel, model))
+      model = path->string();
   }
   return model;
 }
@@ -125,8 +126,7 @@ void append_each(std::vector<std::string>& argv, const char* flag,
 // layout, then the user's trainer settings (the trainer applies --set in order: the last one
 // wins), then injected faults.
 std::vector<std::string> embedded_trainer_command(const std::vector<std::string>& profile_dirs,
-                                                  const LaunchArgs& args,
-                                                  const core::Plan& plan,
+                                                  const LaunchArgs& args, const core::Plan& plan,
                                                   const std::string& run_dir) {
   const fs::path next_to = io::executable_dir() / "grpo-trainer";
   const std::string model = trainer_model(profile_dirs, args.plan.model);
@@ -158,8 +158,7 @@ std::string embedded_trainer_refusal(const core::Plan& plan) {
 // nodes left (its checkpoints load at any layout): plans each smaller node count down to
 // c.min_nodes now, into c.replans (the node counts it cannot run at are left out).
 void add_replans(const std::vector<std::string>& profile_dirs, const LaunchArgs& args,
-                 const core::Plan& plan,
-                 supervise::SupervisorConfig& c) {
+                 const core::Plan& plan, supervise::SupervisorConfig& c) {
   for (int n = plan.rank_map.nodes - 1; n >= std::max(1, c.min_nodes); --n) {
     PlanArgs fewer = args.plan;
     fewer.sets.push_back("nodes=" + std::to_string(n));
@@ -177,8 +176,8 @@ void add_replans(const std::vector<std::string>& profile_dirs, const LaunchArgs&
 
 }  // namespace
 
-core::Result<Prepared> prepare(const std::vector<std::string>& profile_dirs,
-                               const LaunchArgs& args, core::Plan plan, bool render_script) {
+core::Result<Prepared> prepare(const std::vector<std::string>& profile_dirs, const LaunchArgs& args,
+                               core::Plan plan, bool render_script) {
   Prepared p;
   p.plan = std::move(plan);
   const auto [stamp, iso] = utc_now();

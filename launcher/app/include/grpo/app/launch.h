@@ -97,8 +97,8 @@ core::Result<core::Plan> build_launch_plan(const std::vector<std::string>& profi
 // supervisor settings (with the layouts to continue at after losing nodes), and with
 // `render_script` the batch script. Errors: input errors (--trainer-cmd syntax, trainer settings
 // with --trainer-cmd), a missing template.
-core::Result<Prepared> prepare(const std::vector<std::string>& profile_dirs,
-                               const LaunchArgs& args, core::Plan plan, bool render_script);
+core::Result<Prepared> prepare(const std::vector<std::string>& profile_dirs, const LaunchArgs& args,
+                               core::Plan plan, bool render_script);
 // plan.json, rankmap.json, env.json, run.json, supervisor.json, the rendezvous secret (and
 // job.sbatch when rendered).
 std::map<std::string, std::string> run_dir_files(const Prepared& p);
