@@ -13,7 +13,6 @@
 #include "grpo/io/profile_store.h"
 #include "grpo/job/trainer_args.h"
 #include "grpo/plan/plan_render.h"
-#include "grpo/render/sbatch_render.h"
 #include "grpo/shell/shell_quote.h"
 #include "grpo/supervise/phase_timeouts.h"
 
@@ -185,10 +184,7 @@ core::Result<Prepared> prepare(const std::vector<std::string>& profile_dirs, con
   p.run_dir = opts.run_dir;
   GRPO_TRY(const core::SbatchView view, core::make_sbatch_view(p.plan, opts));
   if (render_script) {
-    GRPO_TRY(const std::string tmpl, load_sbatch_template(args.template_file));
-    GRPO_TRY(p.script,
-             render::render_sbatch(
-                 tmpl, view, args.template_file.empty() ? "sbatch.mustache" : args.template_file));
+    GRPO_TRY(p.script, render_batch_script(args.template_file, view));
   }
 
   // What supervise runs: --trainer-cmd, else the embedded grpo-trainer.

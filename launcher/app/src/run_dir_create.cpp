@@ -1,5 +1,5 @@
 // Making a run directory for the launch use cases (launch.h): its name and identity, the batch
-// script's template, and creating it atomically then submitting it with sbatch.
+// script, and creating it atomically then submitting it with sbatch.
 #include <ctime>
 
 #include "grpo/app/launch.h"
@@ -8,6 +8,7 @@
 #include "grpo/io/files.h"
 #include "grpo/io/profile_store.h"
 #include "grpo/process/process_runner.h"
+#include "grpo/render/sbatch_render.h"
 #include "grpo/slurm/sbatch.h"
 
 namespace grpo::app {
@@ -18,7 +19,9 @@ using core::make_error;
 
 constexpr const char* kTemplateName = "sbatch.mustache";
 
-core::Result<std::string> load_sbatch_template(const std::string& template_file) {
+namespace {
+
+core::Result<std::string> load_template(const std::string& template_file) {
   if (!template_file.empty()) return io::read_file(template_file);
   for (const auto& dir : io::template_search_path(io::executable_dir())) {
     std::error_code ec;
@@ -27,6 +30,14 @@ core::Result<std::string> load_sbatch_template(const std::string& template_file)
   return make_error(ErrorKind::kNotFound,
                     std::string("cannot find templates/") + kTemplateName +
                         " (looked in <prefix>/share/grpo-launch/templates next to the executable)");
+}
+
+}  // namespace
+
+core::Result<std::string> render_batch_script(const std::string& template_file,
+                                              const core::SbatchView& view) {
+  GRPO_TRY(const std::string tmpl, load_template(template_file));
+  return render::render_sbatch(tmpl, view, template_file.empty() ? kTemplateName : template_file);
 }
 
 std::pair<std::string, std::string> utc_now() {

@@ -8,7 +8,6 @@
 #include "grpo/core/catalog.h"
 #include "grpo/core/json_text.h"
 #include "grpo/core/run_dir.h"
-#include "grpo/render/sbatch_render.h"
 #include "grpo/shell/shell_quote.h"
 #include "grpo/supervise/verl_engine.h"
 #include "grpo/verl/verl_job.h"
@@ -44,10 +43,7 @@ core::Result<VerlPrepared> prepare_verl(const std::vector<std::string>& profile_
   const int nodes = std::max(1, run.nodes);
   GRPO_TRY(const core::SbatchView view,
            core::make_verl_sbatch_view(driver, profile, nodes, run.gpus_per_node, name, opts));
-  GRPO_TRY(const std::string tmpl, load_sbatch_template(args.template_file));
-  GRPO_TRY(p.script,
-           render::render_sbatch(
-               tmpl, view, args.template_file.empty() ? "sbatch.mustache" : args.template_file));
+  GRPO_TRY(p.script, render_batch_script(args.template_file, view));
   // verl's checkpoints: trainer.default_local_dir (relative to the job's working directory,
   // which is this one), else <run_dir>/checkpoints.
   std::string ckpt = p.run_dir + "/" + std::string(core::run_dir::kCheckpoints);

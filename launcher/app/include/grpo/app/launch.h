@@ -108,9 +108,11 @@ std::int64_t total_steps(const std::vector<std::string>& trainer_sets);
 // Moves the trainer's --set keys (core::is_trainer_key) from plan.sets to trainer_sets.
 LaunchArgs split_trainer_sets(const LaunchArgs& args);
 
-// templates/sbatch.mustache (or `template_file`), from the installed templates next to the
-// executable. Errors: kNotFound, read errors.
-core::Result<std::string> load_sbatch_template(const std::string& template_file);
+// The batch script: `view` rendered with `template_file` (--template), else the installed
+// templates/sbatch.mustache next to the executable. Errors: kNotFound, read errors, the
+// template's (render::render_sbatch, naming the template).
+core::Result<std::string> render_batch_script(const std::string& template_file,
+                                              const core::SbatchView& view);
 // "20261129T204500Z" and "2026-11-29T20:45:00Z" for now.
 std::pair<std::string, std::string> utc_now();
 // A new run's directory and batch-script identity: `run_dir` (--run-dir) made absolute without a
