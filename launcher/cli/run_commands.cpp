@@ -125,9 +125,8 @@ std::vector<fs::path> runs_under(const fs::path& dir) {
 int status_of_runs(const std::vector<fs::path>& runs, const std::string& format) {
   const double now = now_seconds();
   std::vector<supervise::RunListEntry> entries;
-  std::vector<std::string> dirs;
   for (const fs::path& run : runs) {
-    supervise::RunListEntry e{run.filename().string(), std::nullopt, {}};
+    supervise::RunListEntry e{run.filename().string(), std::nullopt, {}, run.string()};
     auto log = load_events(run);
     auto summary = log.ok() ? supervise::replay(log->events)
                             : core::Result<supervise::RunSummary>(log.error());
@@ -137,10 +136,9 @@ int status_of_runs(const std::vector<fs::path>& runs, const std::string& format)
       e.error = summary.error().message;
     }
     entries.push_back(std::move(e));
-    dirs.push_back(run.string());
   }
   if (format == "json") {
-    std::cout << core::json_text(supervise::status_list_json(entries, dirs, now), 2) << "\n";
+    std::cout << core::json_text(supervise::status_list_json(entries, now), 2) << "\n";
   } else {
     std::cout << core::escape_controls(supervise::render_status_list(entries, now), true);
   }

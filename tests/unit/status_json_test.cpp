@@ -36,8 +36,9 @@ TEST(StatusJson, OneRunHasTheDocumentedFields) {
 
 TEST(StatusJson, ListSaysWhichRunsCouldNotBeRead) {
   RunSummary fresh;  // submitted, no run_started yet
-  std::vector<RunListEntry> runs{{"a", fresh, ""}, {"b", std::nullopt, "not JSON"}};
-  const nlohmann::json j = status_list_json(runs, {"/runs/a", "/runs/b"}, 100.0);
+  std::vector<RunListEntry> runs{{"a", fresh, "", "/runs/a"},
+                                 {"b", std::nullopt, "not JSON", "/runs/b"}};
+  const nlohmann::json j = status_list_json(runs, 100.0);
   EXPECT_EQ(j.at("schema"), "grpo-launch/status-list/v1");
   ASSERT_EQ(j.at("runs").size(), 2u);
   EXPECT_EQ(j["runs"][0].at("run_dir"), "/runs/a");

@@ -65,12 +65,10 @@ json status_json(const RunSummary& s, const std::string& run_dir, bool torn, dou
   return j;
 }
 
-json status_list_json(const std::vector<RunListEntry>& runs,
-                      const std::vector<std::string>& run_dirs, double now) {
+json status_list_json(const std::vector<RunListEntry>& runs, double now) {
   json list = json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const RunListEntry& e = runs[i];
-    json j = {{"run_dir", i < run_dirs.size() ? run_dirs[i] : e.name}};
+  for (const RunListEntry& e : runs) {
+    json j = {{"run_dir", e.run_dir}};
     if (e.summary) {
       const RunSummary& s = *e.summary;
       j["state"] = s.started ? std::string(to_string(s.state)) : "not started";

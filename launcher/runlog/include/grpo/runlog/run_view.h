@@ -25,6 +25,7 @@ struct RunListEntry {
   std::string name;  // the run directory's name
   std::optional<RunSummary> summary;
   std::string error;
+  std::string run_dir;  // the directory as given (status_list_json)
 };
 
 // `grpo-launch status DIR` over a directory of runs: a header and one line per run
@@ -37,8 +38,7 @@ nlohmann::json status_json(const RunSummary& s, const std::string& run_dir, bool
 
 // `grpo-launch status DIR --format json` (schema grpo-launch/status-list/v1): one object per run,
 // in the order given, with its directory.
-nlohmann::json status_list_json(const std::vector<RunListEntry>& runs,
-                                const std::vector<std::string>& run_dirs, double now);
+nlohmann::json status_list_json(const std::vector<RunListEntry>& runs, double now);
 
 // Prometheus exposition format (text 0.0.4), metric names grpo_*; `run` labels every sample.
 std::string render_prometheus(const RunSummary& s, const std::string& run);
