@@ -12,7 +12,7 @@ const ShardingPlan& sharding_plan(const RunContext& ctx, const QwenModel& model)
     // A model without an EP group holds every expert (the layout's EP may still be 1).
     if (!model.expert_parallel()) layout.stage_expert_owners.clear();
     ctx.plan_cache = std::make_shared<const ShardingPlan>(
-        ctx.spec, QwenModel::whole_shapes(ctx.spec, model.ops()), std::move(layout));
+        ctx.spec, QwenModel::whole_shapes(ctx.spec, model.ops()), layout);
   }
   return *ctx.plan_cache;
 }

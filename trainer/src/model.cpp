@@ -447,7 +447,7 @@ QwenModel::QwenModel(const core::ModelSpec& spec, const kernels::Ops& ops,
   layout.tp_rank = tp_.rank;
   layout.tp_size = tp_.size;
   layout.expert_tp = shard_.tensor_parallel;
-  const ShardingPlan plan(spec, whole_shapes(spec, ops), std::move(layout));
+  const ShardingPlan plan(spec, whole_shapes(spec, ops), layout);
   for (const Placement& f : plan.params()) {
     auto it = mine.find(f.name);
     // The modules size themselves from the shards; the plan is the authority on what a rank

@@ -46,9 +46,8 @@ std::vector<std::int64_t> Placement::own_shape() const {
 
 ShardingPlan::ShardingPlan(
     const core::ModelSpec& spec,
-    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& whole, ShardLayout layout)
-    : layout_(std::move(layout)) {
-  const ShardLayout& l = layout_;
+    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& whole,
+    const ShardLayout& l) {
   for (const auto& [name, shape] : whole) {
     Placement p;
     p.name = name;

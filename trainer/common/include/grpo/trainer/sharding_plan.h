@@ -73,7 +73,7 @@ class ShardingPlan {
   // The unsharded model's parameters (names and shapes, in its order) placed by `layout`.
   ShardingPlan(const core::ModelSpec& spec,
                const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& whole,
-               ShardLayout layout);
+               const ShardLayout& layout);
 
   const std::vector<Placement>& params() const { return params_; }
   // AdamW's states of the parameters in AdamW::state()'s order: every exp_avg, then every
@@ -83,10 +83,8 @@ class ShardingPlan {
   const Placement* find(const std::string& name) const;
   // The stage that trains `name` (0 for a name the model does not have).
   int stage_of(const std::string& name) const;
-  const ShardLayout& layout() const { return layout_; }
 
  private:
-  ShardLayout layout_;
   std::vector<Placement> params_;
   std::unordered_map<std::string, std::size_t> index_;
 };
