@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "exit_codes.h"
+#include "grpo/app/catalog.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/json_text.h"
 #include "grpo/io/files.h"

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "grpo/app/catalog.h"
 #include "grpo/app/verl_launch.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/run_dir.h"

@@ -1,5 +1,6 @@
 // Planning for the launch use cases (launch.h): the catalog's profile and model with --set,
 // the planner, and the embedded trainer's limits.
+#include "grpo/app/catalog.h"
 #include "grpo/app/launch.h"
 #include "grpo/core/catalog.h"
 #include "grpo/io/profile_store.h"

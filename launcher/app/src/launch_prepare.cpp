@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "grpo/app/catalog.h"
 #include "grpo/app/launch.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/json_text.h"

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "grpo/app/catalog.h"
 #include "grpo/core/catalog.h"
 #include "grpo/core/json_text.h"
 #include "grpo/core/run_dir.h"

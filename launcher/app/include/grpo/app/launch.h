@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "grpo/app/catalog.h"
 #include "grpo/app/export_run.h"
 #include "grpo/core/result.h"
 #include "grpo/job/run_spec.h"
